@@ -1,0 +1,303 @@
+"""CONV_2D and DEPTHWISE_CONV_2D (NHWC input, OHWI / 1HWO filters).
+
+    y[b, oy, ox, oc] = act(bias[oc] + sum_{fy, fx, ic} x[b, oy*sh - ph + fy*dh, ox*sw - pw + fx*dw, ic] * w[...])
+
+with out-of-image taps skipped. Padding is TFLite's ComputePaddingHeightWidth (output size from
+ComputeOutSize, pad = total // 2, the odd pixel at the bottom/right), or the (top, bottom, left,
+right) attrs["explicit_padding"] of a folded PAD: skipping out-of-image taps equals padding with the
+input zero point.
+
+int8 (TFLite Micro's Prepare, PopulateConvolutionQuantizationParams): per output channel c the real
+multiplier double(input_scale) * double(filter_scale[c]) / double(output_scale) (a per-tensor filter
+scale is broadcast) is quantized with QuantizeMultiplier; acc = sum w * (x - input_zp) + bias,
+y = clamp(MultiplyByQuantizedMultiplier(acc, c) + output_zp). The filter zero point is ignored, as
+the reference kernels do. int16x8: no offsets; 64-bit accumulation and rescale with an int64 bias or
+none, 32-bit with an int32 bias (as TFLite Micro's ConvPerChannel instantiations).
+
+Hybrid (float32 activations, int8 weights), as TFLite's reference kernels (TFLite Micro refuses
+hybrids): each batch of the input is quantized on the fly, symmetrically for CONV_2D with one filter
+scale (optimized_ops::HybridConv: y = float(acc) * (s_in * s_w) + bias) and asymmetrically otherwise
+(per-channel conv and every depthwise: y = float(acc) * s_w[c] * s_in + bias, resp.
+float(acc) * (s_w[c] * s_in) + bias for depthwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nn2c.codegen.context import EmitContext
+from nn2c.codegen.ops import lowering
+from nn2c.codegen.ops.common import (
+    float_activation_range,
+    int_activation_range,
+    multiplier_arrays,
+    scale,
+    zero_point,
+)
+from nn2c.ir import Node, Value
+
+LANES = 8  # output channels per float block (NN2C_CONV_LANES)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    batches: int
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_h: int
+    pad_w: int
+
+    def initializer(self) -> str:
+        """A designated initializer of nn2c_conv_geom_t."""
+        fields = ", ".join(f".{name} = {getattr(self, name)}" for name in self.__dataclass_fields__)
+        return "{" + fields + "}"
+
+
+def compute_out_size(padding: str, image: int, filter_size: int, stride: int, dilation: int) -> int:
+    """TFLite ComputeOutSize (C integer division; operands are non-negative in valid models)."""
+    effective = (filter_size - 1) * dilation + 1
+    if padding == "SAME":
+        return (image + stride - 1) // stride
+    return max(image + stride - effective, 0) // stride
+
+
+def compute_padding(stride: int, dilation: int, image: int, filter_size: int, out_size: int) -> int:
+    """TFLite ComputePaddingWithOffset: the leading half of the total padding."""
+    effective = (filter_size - 1) * dilation + 1
+    total = max((out_size - 1) * stride + effective - image, 0)
+    return total // 2
+
+
+def _geometry(ctx: EmitContext, node: Node, x: Value, out: Value, filter_h: int, filter_w: int) -> Geometry:
+    if len(x.type.shape) != 4 or len(out.type.shape) != 4:
+        raise ctx.unsupported(f"{node.op} needs 4-D NHWC input and output, got {x.type} -> {out.type}")
+    padding = node.attrs.get("padding", "SAME")
+    if padding not in ("SAME", "VALID"):
+        raise ctx.unsupported(f"padding {padding!r} is not SAME or VALID")
+    stride_h, stride_w = int(node.attrs.get("stride_h", 1)), int(node.attrs.get("stride_w", 1))
+    dilation_h = int(node.attrs.get("dilation_h_factor", node.attrs.get("dilation_hfactor", 1)))
+    dilation_w = int(node.attrs.get("dilation_w_factor", node.attrs.get("dilation_wfactor", 1)))
+    if min(stride_h, stride_w, dilation_h, dilation_w) < 1:
+        raise ctx.unsupported(f"strides {stride_h}x{stride_w} and dilations {dilation_h}x{dilation_w} must be >= 1")
+    batches, in_h, in_w, in_c = x.type.shape
+    out_b, out_h, out_w, out_c = out.type.shape
+    if out_b != batches:
+        raise ctx.unsupported(f"input batch {batches} differs from output batch {out_b}")
+    if "explicit_padding" in node.attrs:  # a zero-point PAD folded in (passes/fuse_pad.py)
+        pad_h, _, pad_w, _ = (int(v) for v in node.attrs["explicit_padding"])
+    else:
+        # TFLite computes the padding from its own output size; the loops use the output tensor's
+        pad_h = compute_padding(stride_h, dilation_h, in_h, filter_h,
+                                compute_out_size(padding, in_h, filter_h, stride_h, dilation_h))
+        pad_w = compute_padding(stride_w, dilation_w, in_w, filter_w,
+                                compute_out_size(padding, in_w, filter_w, stride_w, dilation_w))
+    return Geometry(batches, in_h, in_w, in_c, out_h, out_w, out_c, filter_h, filter_w, stride_h, stride_w,
+                    dilation_h, dilation_w, pad_h, pad_w)
+
+
+def _channel_scales(ctx: EmitContext, w: Value, channels: int, axis: int) -> list[float]:
+    """Filter scales broadcast to one per output channel (TFLite broadcasts a per-tensor scale)."""
+    quant = w.type.quant
+    if quant is None:
+        raise ctx.unsupported(f"the int8 filter {w.name!r} has no quantization parameters")
+    found = list(quant.scale)
+    if len(found) == 1:
+        return found * channels
+    if len(found) != channels or quant.axis != axis:
+        raise ctx.unsupported(f"filter {w.name!r} has {len(found)} scales on axis {quant.axis}; expected "
+                              f"1 or {channels} on axis {axis}")
+    return found
+
+
+def _quantized_multipliers(ctx: EmitContext, x: Value, out: Value, filter_scales: list[float]) -> tuple[str, str]:
+    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
+    real = [float(in_scale * np.float64(s) / out_scale) for s in filter_scales]
+    return multiplier_arrays(ctx, real)
+
+
+def _check_int8_offsets(ctx: EmitContext, x: Value) -> None:
+    # the kernels form x - zero_point in int16; int8 zero points keep it within +-255
+    if not -128 <= zero_point(x) <= 127:
+        raise ctx.unsupported(f"input zero point {zero_point(x)} is outside the int8 range")
+
+
+def _bias_check(ctx: EmitContext, bias: Value | None, allowed: tuple[str, ...], channels: int) -> None:
+    if bias is None:
+        return
+    if bias.type.dtype not in allowed:
+        raise ctx.unsupported(f"bias {bias.name!r} is {bias.type.dtype}; expected {' or '.join(allowed)}")
+    if bias.type.num_elements != channels:
+        raise ctx.unsupported(f"bias {bias.name!r} has {bias.type.num_elements} values for {channels} channels")
+
+
+def _hybrid(ctx: EmitContext, node: Node, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,
+            *, groups: int, depth_multiplier: int, depthwise: bool) -> None:
+    axis = 3 if depthwise else 0
+    filter_scales = _channel_scales(ctx, w, geom.out_c, axis)
+    _bias_check(ctx, bias, ("float32",), geom.out_c)
+    stored = w.type.quant.scale if w.type.quant else ()
+    # TFLite's conv takes the per-tensor (symmetric) path unless the scales differ or there are groups
+    per_channel = len(set(stored)) > 1 or groups != 1
+    asymmetric = depthwise or per_channel
+    act_min, act_max = float_activation_range(ctx, node.attrs.get("fused_activation_function", "NONE"))
+    params = ctx.params_struct("nn2c_conv_hybrid_params_t", {
+        "g": geom.initializer(),
+        "groups": groups,
+        "depth_multiplier": depth_multiplier,
+        "asymmetric": int(asymmetric),
+        "filter_scales": ctx.const_array(np.array(filter_scales, dtype=np.float32), "float", "filter scales"),
+        "act_min": act_min,
+        "act_max": act_max,
+    })
+    scratch = ctx.scratch(geom.in_h * geom.in_w * geom.in_c)
+    function = "nn2c_dwconv_hybrid" if depthwise else "nn2c_conv_hybrid"
+    ctx.call(function, params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out), scratch)
+
+
+def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:
+    """OHWI -> [group][block of LANES output channels][H][W][I][LANES], zero-padded lanes."""
+    out_c, fh, fw, fic = w.shape
+    per_group = out_c // groups
+    blocks = -(-per_group // LANES)
+    packed = np.zeros((groups, blocks * LANES, fh, fw, fic), dtype=np.float32)
+    packed[:, :per_group] = w.reshape(groups, per_group, fh, fw, fic)
+    packed = packed.reshape(groups, blocks, LANES, fh, fw, fic).transpose(0, 1, 3, 4, 5, 2)
+    return np.ascontiguousarray(packed)
+
+
+@lowering("CONV_2D")
+def conv_2d(node: Node, ctx: EmitContext) -> None:
+    x, w = node.inputs[0], node.inputs[1]
+    bias = node.input(2)
+    out = node.outputs[0]
+    assert x is not None and w is not None
+    if len(w.type.shape) != 4:
+        raise ctx.unsupported(f"the filter must be 4-D OHWI, got {w.type}")
+    out_c, filter_h, filter_w, fic = w.type.shape
+    geom = _geometry(ctx, node, x, out, filter_h, filter_w)
+    if geom.out_c != out_c:
+        raise ctx.unsupported(f"filter has {out_c} output channels, output has {geom.out_c}")
+    if fic <= 0 or geom.in_c % fic or out_c % (geom.in_c // fic):
+        raise ctx.unsupported(f"input depth {geom.in_c} is not a multiple of filter depth {fic} "
+                              f"with {out_c} output channels")
+    groups = geom.in_c // fic
+    activation = node.attrs.get("fused_activation_function", "NONE")
+    dtypes = (x.type.dtype, w.type.dtype, out.type.dtype)
+    ctx.use_kernel("conv")
+
+    if dtypes == ("int8", "int8", "int8"):
+        _check_int8_offsets(ctx, x)
+        _bias_check(ctx, bias, ("int32",), out_c)
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 0))
+        act_min, act_max = int_activation_range(ctx, activation, out)
+        params = ctx.params_struct("nn2c_conv_s8_params_t", {
+            "g": geom.initializer(), "groups": groups,
+            "input_offset": -zero_point(x), "output_offset": zero_point(out),
+            "multipliers": mult, "shifts": shift, "act_min": act_min, "act_max": act_max,
+        })
+        ctx.call("nn2c_conv_s8", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("int16", "int8", "int16"):
+        _bias_check(ctx, bias, ("int64", "int32"), out_c)
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 0))
+        act_min, act_max = int_activation_range(ctx, activation, out)
+        params = ctx.params_struct("nn2c_conv_s16_params_t", {
+            "g": geom.initializer(), "groups": groups,
+            "multipliers": mult, "shifts": shift, "act_min": act_min, "act_max": act_max,
+        })
+        # TFLite Micro rescales in 64 bits with an int64 bias or none, in 32 bits with an int32 bias
+        function = "nn2c_conv_s16_b32" if bias is not None and bias.type.dtype == "int32" else "nn2c_conv_s16_b64"
+        ctx.call(function, params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("float32", "float32", "float32"):
+        if not w.is_constant:
+            raise ctx.unsupported("float CONV_2D needs a constant filter (it is re-laid out at compile time)")
+        _bias_check(ctx, bias, ("float32",), out_c)
+        act_min, act_max = float_activation_range(ctx, activation)
+        packed = ctx.weight(w, _pack_float_filter(np.asarray(w.data, dtype=np.float32), groups), "float")
+        params = ctx.params_struct("nn2c_conv_f32_params_t", {
+            "g": geom.initializer(), "groups": groups, "act_min": act_min, "act_max": act_max,
+        })
+        ctx.call("nn2c_conv_f32", params, ctx.ptr(x), packed, ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("float32", "int8", "float32"):
+        _hybrid(ctx, node, geom, x, w, bias, out, groups=groups, depth_multiplier=1, depthwise=False)
+        return
+
+    raise ctx.unsupported(f"input {dtypes[0]}, filter {dtypes[1]}, output {dtypes[2]} is not a supported combination")
+
+
+@lowering("DEPTHWISE_CONV_2D")
+def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
+    x, w = node.inputs[0], node.inputs[1]
+    bias = node.input(2)
+    out = node.outputs[0]
+    assert x is not None and w is not None
+    if len(w.type.shape) != 4 or w.type.shape[0] != 1:
+        raise ctx.unsupported(f"the depthwise filter must be 1HWO, got {w.type}")
+    _, filter_h, filter_w, out_c = w.type.shape
+    geom = _geometry(ctx, node, x, out, filter_h, filter_w)
+    if geom.out_c != out_c or geom.in_c <= 0 or out_c % geom.in_c:
+        raise ctx.unsupported(f"output depth {geom.out_c} / filter depth {out_c} is not a multiple of "
+                              f"input depth {geom.in_c}")
+    multiplier = out_c // geom.in_c
+    declared = int(node.attrs.get("depth_multiplier", multiplier) or multiplier)
+    if declared != multiplier:
+        raise ctx.unsupported(f"depth_multiplier {declared} disagrees with the shapes ({multiplier})")
+    activation = node.attrs.get("fused_activation_function", "NONE")
+    dtypes = (x.type.dtype, w.type.dtype, out.type.dtype)
+    ctx.use_kernel("conv")
+
+    if dtypes == ("int8", "int8", "int8"):
+        _check_int8_offsets(ctx, x)
+        _bias_check(ctx, bias, ("int32",), out_c)
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 3))
+        act_min, act_max = int_activation_range(ctx, activation, out)
+        params = ctx.params_struct("nn2c_dwconv_s8_params_t", {
+            "g": geom.initializer(), "depth_multiplier": multiplier,
+            "input_offset": -zero_point(x), "output_offset": zero_point(out),
+            "multipliers": mult, "shifts": shift, "act_min": act_min, "act_max": act_max,
+        })
+        ctx.call("nn2c_dwconv_s8", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("int16", "int8", "int16"):
+        _bias_check(ctx, bias, ("int64",), out_c)
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 3))
+        act_min, act_max = int_activation_range(ctx, activation, out)
+        params = ctx.params_struct("nn2c_dwconv_s16_params_t", {
+            "g": geom.initializer(), "depth_multiplier": multiplier,
+            "multipliers": mult, "shifts": shift, "act_min": act_min, "act_max": act_max,
+        })
+        ctx.call("nn2c_dwconv_s16", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("float32", "float32", "float32"):
+        _bias_check(ctx, bias, ("float32",), out_c)
+        act_min, act_max = float_activation_range(ctx, activation)
+        params = ctx.params_struct("nn2c_dwconv_f32_params_t", {
+            "g": geom.initializer(), "depth_multiplier": multiplier, "act_min": act_min, "act_max": act_max,
+        })
+        ctx.call("nn2c_dwconv_f32", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
+        return
+
+    if dtypes == ("float32", "int8", "float32"):
+        _hybrid(ctx, node, geom, x, w, bias, out, groups=1, depth_multiplier=multiplier, depthwise=True)
+        return
+
+    raise ctx.unsupported(f"input {dtypes[0]}, filter {dtypes[1]}, output {dtypes[2]} is not a supported combination")

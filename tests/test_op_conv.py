@@ -1,0 +1,299 @@
+"""CONV_2D and DEPTHWISE_CONV_2D against TFLite Micro (int8, int16x8, float32) and against LiteRT's
+reference kernels (hybrid float32 activations with int8 weights, which TFLite Micro refuses).
+
+Single-op models with seeded random weights; output scales follow the accumulator's spread so that
+outputs cover the int8 range instead of saturating.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from math import sqrt
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nn2c.api import CompileOptions, compile_model
+from nn2c.codegen.ops.conv import compute_out_size
+from nn2c.errors import UnsupportedOpError
+from nn2c.verify.compare import verify_model
+from tests.conftest import model_path
+from tests.oracle_check import assert_matches_tflm
+from tests.tflite_builder import ModelBuilder
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: tuple[int, int, int, int]  # N, H, W, C
+    out_c: int  # conv: output channels; depthwise: depth multiplier
+    kernel: tuple[int, int] = (3, 3)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    padding: str = "SAME"
+    activation: str = "NONE"
+    per_channel: bool = True
+    input_zp: int = 0
+    output_zp: int = 0
+    groups: int = 1
+    bias: bool = True
+    equal_scales: bool = False  # one scale per channel, all equal (TFLite treats it as per-tensor)
+
+
+def _seed(case: Case) -> int:
+    return zlib.crc32(repr(case).encode()) % 10000
+
+
+def _out_shape(case: Case, out_c: int) -> tuple[int, int, int, int]:
+    n, h, w, _ = case.shape
+    oh = compute_out_size(case.padding, h, case.kernel[0], case.stride[0], case.dilation[0])
+    ow = compute_out_size(case.padding, w, case.kernel[1], case.stride[1], case.dilation[1])
+    return n, oh, ow, out_c
+
+
+def _options(case: Case, depthwise: bool) -> dict:
+    options = {"padding": case.padding, "stride_h": case.stride[0], "stride_w": case.stride[1],
+               "dilation_hfactor": case.dilation[0], "dilation_wfactor": case.dilation[1],
+               "fused_activation_function": case.activation}
+    if depthwise:
+        options["depth_multiplier"] = case.out_c
+    return options
+
+
+def _filter_shape(case: Case, depthwise: bool) -> tuple[tuple[int, ...], int, int]:
+    """(filter shape, output channels, accumulation depth per output)."""
+    c = case.shape[3]
+    kh, kw = case.kernel
+    if depthwise:
+        return (1, kh, kw, c * case.out_c), c * case.out_c, kh * kw
+    return (case.out_c, kh, kw, c // case.groups), case.out_c, kh * kw * c // case.groups
+
+
+def _add_quantized_op(b: ModelBuilder, case: Case, depthwise: bool, act: str, rng: np.random.Generator,
+                      bias_dtype: str | None = None) -> tuple[int, int]:
+    """Add one int8 (act='int8') or int16x8 (act='int16') op to b; returns its (input, output)."""
+    wshape, out_c, depth = _filter_shape(case, depthwise)
+    axis = 3 if depthwise else 0
+    in_scale = float(rng.uniform(0.01, 0.1))
+    w_scales = rng.uniform(0.002, 0.02, out_c) if case.per_channel else np.array([rng.uniform(0.002, 0.02)])
+    weights = rng.integers(-127, 128, wshape)
+    x_range = 74.0 if act == "int8" else 19000.0  # std of uniform int8 / int16 data
+    target = 40.0 if act == "int8" else 8000.0
+    out_scale = float(in_scale * np.mean(w_scales) * sqrt(depth) * 73.0 * x_range / target * rng.uniform(0.7, 1.4))
+    izp = case.input_zp if act == "int8" else 0
+    ozp = case.output_zp if act == "int8" else 0
+    x = b.tensor(act, case.shape, scale=in_scale, zero_point=izp)
+    w = b.tensor("int8", wshape, scale=list(w_scales), zero_point=[0] * len(w_scales), axis=axis, data=weights)
+    inputs = [x, w]
+    if case.bias:
+        bias_dtype = bias_dtype or ("int32" if act == "int8" else "int64")
+        bias_scales = [float(np.float32(in_scale) * np.float32(s)) for s in w_scales]
+        spread = int(sqrt(depth) * 73 * x_range)
+        inputs.append(b.tensor(bias_dtype, (out_c,), scale=bias_scales, zero_point=[0] * len(bias_scales),
+                               data=rng.integers(-spread, spread + 1, out_c)))
+    y = b.tensor(act, _out_shape(case, out_c), scale=out_scale, zero_point=ozp)
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    b.op(op, inputs, [y], _options(case, depthwise), version=3 if act == "int16" else 2)
+    return x, y
+
+
+def _quantized_model(cases: list[tuple[Case, bool]], act: str, seed: int, bias_dtype: str | None = None) -> bytes:
+    """(case, depthwise) ops side by side, each with its own model input and output."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    pairs = [_add_quantized_op(b, case, depthwise, act, rng, bias_dtype) for case, depthwise in cases]
+    return b.build([x for x, _ in pairs], [y for _, y in pairs])
+
+
+def _add_float_op(b: ModelBuilder, case: Case, depthwise: bool, rng: np.random.Generator,
+                  hybrid: bool) -> tuple[int, int]:
+    """Add one float (or hybrid: int8 weights) op to b; returns its (input, output) tensors."""
+    wshape, out_c, depth = _filter_shape(case, depthwise)
+    x = b.tensor("float32", case.shape)
+    if hybrid:
+        axis = 3 if depthwise else 0
+        w_scales = rng.uniform(0.002, 0.02, out_c) if case.per_channel else np.array([0.01])
+        if case.equal_scales:
+            w_scales = np.full(out_c, 0.01)
+        w = b.tensor("int8", wshape, scale=list(w_scales), zero_point=[0] * len(w_scales), axis=axis,
+                     data=rng.integers(-127, 128, wshape))
+    else:
+        w = b.tensor("float32", wshape, data=rng.standard_normal(wshape) / sqrt(depth))
+    inputs = [x, w]
+    if case.bias:
+        inputs.append(b.tensor("float32", (out_c,), data=rng.standard_normal(out_c) * 0.5))
+    y = b.tensor("float32", _out_shape(case, out_c))
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    b.op(op, inputs, [y], _options(case, depthwise), version=1)
+    return x, y
+
+
+def _float_model(cases: list[Case], depthwise: bool, seed: int, hybrid: bool = False) -> bytes:
+    """Independent single ops side by side (one model input and output each)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    pairs = [_add_float_op(b, case, depthwise, rng, hybrid) for case in cases]
+    return b.build([x for x, _ in pairs], [y for _, y in pairs])
+
+
+CONV_CASES = [
+    Case((1, 8, 8, 3), 4),
+    Case((1, 9, 7, 5), 6, stride=(2, 2), activation="RELU", input_zp=-3, output_zp=2),
+    Case((1, 10, 10, 16), 8, kernel=(1, 1), input_zp=-128, output_zp=-128, activation="RELU6"),
+    Case((2, 6, 6, 20), 7, kernel=(1, 1), input_zp=5, output_zp=-7),
+    Case((1, 12, 11, 4), 5, kernel=(3, 2), stride=(2, 3), padding="VALID", per_channel=False, input_zp=-1),
+    Case((1, 11, 10, 3), 4, kernel=(3, 3), dilation=(2, 3), input_zp=10, output_zp=-20),
+    Case((1, 9, 9, 2), 3, kernel=(5, 5), dilation=(2, 1), padding="VALID", activation="RELU_N1_TO_1"),
+    Case((1, 49, 10, 1), 8, kernel=(10, 4), stride=(2, 2), activation="RELU", input_zp=-10),
+    Case((3, 5, 5, 6), 6, groups=2, input_zp=4, output_zp=1),
+    Case((1, 7, 7, 8), 12, kernel=(3, 3), groups=4, dilation=(1, 2), bias=False),
+    Case((1, 6, 6, 40), 9, kernel=(2, 2), stride=(2, 2), input_zp=-128, activation="RELU6"),
+    Case((1, 4, 5, 33), 17, kernel=(1, 1), stride=(2, 2), per_channel=False, bias=False),
+    Case((1, 3, 3, 3), 2, kernel=(5, 5), padding="SAME"),  # filter larger than the image
+]
+
+DEPTHWISE_CASES = [
+    Case((1, 8, 8, 16), 1),
+    Case((1, 9, 9, 24), 1, stride=(2, 2), activation="RELU6", input_zp=-128, output_zp=-128),
+    Case((1, 12, 12, 1), 8, stride=(2, 2), activation="RELU6", input_zp=-1),
+    Case((2, 7, 6, 5), 3, kernel=(3, 2), padding="VALID", input_zp=7, output_zp=-3),
+    Case((1, 10, 10, 35), 1, dilation=(2, 2), per_channel=False, input_zp=3),
+    Case((1, 11, 9, 19), 2, kernel=(5, 5), stride=(1, 2), dilation=(1, 2), activation="RELU"),
+    Case((1, 6, 6, 32), 1, kernel=(3, 3), bias=False, activation="RELU_N1_TO_1"),
+    Case((3, 4, 4, 17), 1, kernel=(4, 4), padding="VALID", input_zp=-50, output_zp=20),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c.shape}-{c.out_c}-{c.kernel}-s{c.stride}-d{c.dilation}")
+def test_conv_int8(tmp_path: Path, case: Case):
+    assert_matches_tflm(_quantized_model([(case, False)], "int8", _seed(case)), tmp_path, records=3)
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=lambda c: f"{c.shape}-m{c.out_c}-{c.kernel}-s{c.stride}")
+def test_depthwise_int8(tmp_path: Path, case: Case):
+    assert_matches_tflm(_quantized_model([(case, True)], "int8", _seed(case)), tmp_path, records=3)
+
+
+def test_conv_float(tmp_path: Path):
+    """Float cases side by side in one model (each its own output); bit-exact in practice."""
+    cases = [CONV_CASES[i] for i in (0, 1, 3, 5, 8, 9, 12)]
+    _assert_matches(_float_model(cases, False, 7), tmp_path)
+
+
+def test_depthwise_float(tmp_path: Path):
+    cases = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 3, 5, 7)]
+    _assert_matches(_float_model(cases, True, 11), tmp_path)
+
+
+def test_int16x8(tmp_path: Path):
+    """16x8 with int64 bias (and none): CONV_2D and DEPTHWISE_CONV_2D side by side."""
+    cases = [(CONV_CASES[i], False) for i in (0, 2, 5, 8, 9, 7)] + [(DEPTHWISE_CASES[i], True) for i in (1, 2, 5)]
+    _assert_matches(_quantized_model(cases, "int16", 3), tmp_path)
+
+
+def test_conv_int16x8_int32_bias(tmp_path: Path):
+    cases = [(CONV_CASES[i], False) for i in (1, 3, 7, 10)]
+    _assert_matches(_quantized_model(cases, "int16", 4, bias_dtype="int32"), tmp_path)
+
+def _assert_matches(model: bytes, tmp_path: Path, reference: str = "tflm", records: int = 3) -> None:
+    """Multi-op models: the greedy arena planner (the exact one spends its time limit on many
+    simultaneously live inputs, which is no concern of these tests). Hybrids use LiteRT's reference
+    kernels as the oracle, since TFLite Micro refuses them."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    report = verify_model(path, count=records, references=(reference,), float_rtol=1e-6, float_atol=1e-7,
+                          workdir=tmp_path / "model_c", options=CompileOptions(planner="greedy"))
+    assert reference not in report.skipped, report.skipped
+    bad = [c for c in report.comparisons if c.mismatches]
+    assert report.comparisons and not bad, [(c.output, c.mismatches, c.max_abs_diff, c.max_rel_diff) for c in bad]
+
+
+HYBRID_CONV = [CONV_CASES[i] for i in (0, 1, 4, 5, 7, 8)] + [
+    Case((2, 5, 5, 3), 4, per_channel=False, stride=(2, 2), activation="RELU"),  # symmetric, 2 batches
+    Case((1, 9, 8, 4), 3, per_channel=False, dilation=(2, 2), activation="RELU6"),  # symmetric, dilated
+    Case((2, 6, 6, 8), 6, equal_scales=True, groups=2),  # groups: LiteRT takes the per-channel path
+    Case((1, 6, 5, 7), 5, equal_scales=True, stride=(1, 2)),  # equal scales: the per-tensor path
+]
+
+
+def test_conv_hybrid(tmp_path: Path):
+    """All cases side by side in one model: LiteRT runs once (each case is its own output)."""
+    _assert_matches(_float_model(HYBRID_CONV, False, 5, hybrid=True), tmp_path, "litert")
+
+
+def test_depthwise_hybrid(tmp_path: Path):
+    cases = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 3, 5, 7)]
+    _assert_matches(_float_model(cases, True, 5, hybrid=True), tmp_path, "litert")
+
+
+@pytest.mark.parametrize("relative", ["tflite_micro/person_detect", "mlcommons_tiny/kws_ref_model"])
+def test_real_int8_models(tmp_path: Path, relative: str):
+    assert_matches_tflm(model_path(f"{relative}.tflite"), tmp_path, records=2)
+
+
+def test_kws_hybrid_float_model(tmp_path: Path):
+    """kws_ref_model_float32: hybrid CONV_2D with int8 weights, float DEPTHWISE_CONV_2D; bit-exact with LiteRT."""
+    report = verify_model(model_path("mlcommons_tiny/kws_ref_model_float32.tflite"), count=3,
+                          references=("litert",), float_rtol=0.0, float_atol=0.0, workdir=tmp_path / "kws")
+    assert report.comparisons and all(c.mismatches == 0 for c in report.comparisons), report.comparisons
+
+
+def _compile_error(tmp_path: Path, model: bytes) -> str:
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(model)
+    with pytest.raises(UnsupportedOpError) as info:
+        compile_model(path)
+    return str(info.value)
+
+
+def test_unsupported_dtype_combination(tmp_path: Path):
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 4, 4, 2), scale=0.1, zero_point=0)
+    w = b.tensor("float32", (3, 1, 1, 2), data=np.ones((3, 1, 1, 2)))
+    y = b.tensor("int8", (1, 4, 4, 3), scale=0.1, zero_point=0)
+    b.op("CONV_2D", [x, w, -1], [y], {"padding": "SAME", "stride_h": 1, "stride_w": 1}, version=2)
+    assert "not a supported combination" in _compile_error(tmp_path, b.build([x], [y]))
+
+
+def test_inconsistent_depth_multiplier(tmp_path: Path):
+    b = ModelBuilder()
+    x = b.tensor("float32", (1, 4, 4, 2))
+    w = b.tensor("float32", (1, 3, 3, 4), data=np.ones((1, 3, 3, 4)))
+    y = b.tensor("float32", (1, 4, 4, 4))
+    b.op("DEPTHWISE_CONV_2D", [x, w, -1], [y], {"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                "depth_multiplier": 3})
+    assert "depth_multiplier 3" in _compile_error(tmp_path, b.build([x], [y]))
+
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_pad_folded_into_conv(tmp_path: Path, depthwise: bool):
+    """PAD (with the zero point) + VALID convolution: nn2c folds the PAD into explicit_padding."""
+    rng = np.random.default_rng(21 + depthwise)
+    case = Case((1, 7, 6, 8), 1 if depthwise else 5, kernel=(3, 3), stride=(2, 2), padding="VALID",
+                input_zp=-5, output_zp=3)
+    b = ModelBuilder()
+    x = b.tensor("int8", case.shape, scale=0.05, zero_point=case.input_zp)
+    pads = b.tensor("int32", (4, 2), data=np.array([[0, 0], [2, 1], [0, 3], [0, 0]]))
+    padded_shape = (1, 10, 9, 8)
+    padded = b.tensor("int8", padded_shape, scale=0.05, zero_point=case.input_zp)
+    b.op("PAD", [x, pads], [padded])
+    conv_case = Case(padded_shape, case.out_c, case.kernel, case.stride, padding="VALID", input_zp=case.input_zp,
+                     output_zp=case.output_zp)
+    wshape, out_c, depth = _filter_shape(conv_case, depthwise)
+    w = b.tensor("int8", wshape, scale=list(rng.uniform(0.005, 0.02, out_c)), zero_point=[0] * out_c,
+                 axis=3 if depthwise else 0, data=rng.integers(-127, 128, wshape))
+    y = b.tensor("int8", _out_shape(conv_case, out_c), scale=0.05 * 0.012 * sqrt(depth) * 73 * 74 / 40,
+                 zero_point=case.output_zp)
+    # (TFLite Micro crashes on a DEPTHWISE_CONV_2D whose optional bias is given as -1, so give one)
+    bias = b.tensor("int32", (out_c,), data=rng.integers(-2000, 2000, out_c))
+    b.op("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [padded, w, bias], [y], _options(conv_case, depthwise),
+         version=2)
+    model = b.build([x], [y])
+    path = tmp_path / "pad.tflite"
+    path.write_bytes(model)
+    graph = compile_model(path).graph
+    assert [n.op for n in graph.nodes] == ["DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"]
+    assert graph.nodes[0].attrs["explicit_padding"] == (2, 1, 0, 3)
+    assert_matches_tflm(path, tmp_path, records=3)
