@@ -7,8 +7,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nn2c.codegen.cnames import c_identifier
+from nn2c.codegen.context import TARGETS
 from nn2c.codegen.emitter import GeneratedCode, generate_c
 from nn2c.errors import BudgetExceededError, InvalidModelError, UsageError
 from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
@@ -27,6 +29,15 @@ class CompileOptions:
     plan_time_limit: float = 10.0  # seconds for the exact planner
     opt_level: int = 2  # graph optimisation pipeline: 0 none, 1 safe clean-ups, 2 everything
     reorder: bool = True  # run operators in the topological order with the lowest memory peak
+    nhwc_io: bool = False  # ONNX: channels-last model inputs/outputs (drops the edge transposes)
+    target: str = "host"  # host (portable C99), cortex-m4, cortex-m7, cortex-m55 (SIMD kernels)
+    debug: bool = False  # arena canaries and bounds checks in the generated code
+    # post-training quantization of float models (nn2c.quant): None or "int8"
+    quantize: str | None = None
+    calibration: str | None = None  # .npz / .npy / folder of .npy with representative inputs
+    calibration_method: str = "mse"  # range estimator: minmax, percentile or mse
+    keep_float: tuple[str, ...] = ()  # operators (by type or output tensor name) left in float
+    io: str = "float"  # quantized float models: "float" keeps float I/O, "int8" exposes the int8 tensors
 
 
 @dataclass
@@ -36,6 +47,7 @@ class CompileResult:
     code: GeneratedCode
     files: dict[str, str] = field(default_factory=dict)
     passes: PipelineReport | None = None
+    quant: Any = None  # nn2c.quant report (per-tensor SQNR) when the model was quantized
 
     @property
     def arena_bytes(self) -> int:
@@ -50,16 +62,21 @@ class CompileResult:
         return write_output(self.files, out_dir, force)
 
 
-def load_model(path: str | Path) -> Graph:
+def load_model(path: str | Path, nhwc_io: bool = False) -> Graph:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such model file")
     data = path.read_bytes()
     if is_tflite(data):
         graph = load_tflite(path, data)
+    elif path.suffix.lower() == ".onnx":
+        from nn2c.frontends.onnx_frontend import load_onnx  # onnx is imported only for ONNX models
+
+        graph = load_onnx(path, data, nhwc_io=nhwc_io)
     else:
         raise InvalidModelError(
-            f"{path}: not a TensorFlow Lite model (no 'TFL3' identifier at byte 4); pass a .tflite flatbuffer"
+            f"{path}: not a TensorFlow Lite model (no 'TFL3' identifier at byte 4) nor an .onnx file; "
+            "pass a .tflite flatbuffer or an .onnx model"
         )
     verify(graph)
     return graph
@@ -67,16 +84,27 @@ def load_model(path: str | Path) -> Graph:
 
 def compile_model(path: str | Path, options: CompileOptions | None = None) -> CompileResult:
     options = options or CompileOptions()
-    graph = load_model(path)
+    if options.target not in TARGETS:
+        raise UsageError(f"unknown target {options.target!r}; choose one of {', '.join(TARGETS)}")
+    graph = load_model(path, nhwc_io=options.nhwc_io)
     passes = optimize(graph, options.opt_level)
+    quant = None
+    if options.quantize:
+        from nn2c.quant.ptq import quantize_for_compile  # calibration runs only when asked for
+
+        graph, quant = quantize_for_compile(graph, options)
+        again = optimize(graph, options.opt_level)  # clean up the quantize/dequantize edges it created
+        for pass_name, stats in again.per_pass.items():
+            passes.per_pass[pass_name] += stats
+        passes.ops_after = again.ops_after
     if options.reorder:
         order = memory_aware_order(graph)
         if order_peak(graph, order) < order_peak(graph, graph.nodes):
             graph.nodes = order
     name = c_identifier(options.name or Path(path).stem)
     code = generate_c(graph, name, Path(path).name, planner=options.planner, inplace=options.inplace,
-                      plan_time_limit=options.plan_time_limit)
-    result = CompileResult(name, graph, code, dict(code.files), passes)
+                      plan_time_limit=options.plan_time_limit, target=options.target, debug=options.debug)
+    result = CompileResult(name, graph, code, dict(code.files), passes, quant)
     if options.ram_budget is not None and result.ram_bytes > options.ram_budget:
         raise BudgetExceededError(
             f"{Path(path).name} needs {result.ram_bytes:,} bytes of RAM (arena {result.arena_bytes:,} + "

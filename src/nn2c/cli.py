@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from nn2c import __version__
-from nn2c.errors import NN2CError
+from nn2c.errors import NN2CError, UsageError
 
 
 def _one_line_errors(function):
@@ -61,15 +61,43 @@ def main() -> None:
               help="Graph optimisation level: 0 none, 1 safe clean-ups, 2 everything.")
 @click.option("--report", is_flag=True, help="Also write memory_plan.png and live_bytes.png into the output folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@click.option("--nhwc-io", is_flag=True,
+              help="ONNX models: take and return 3-D / 4-D tensors channels-last (no transposes at the edges).")
+@click.option("--passes-report", is_flag=True,
+              help="Print what each optimisation pass changed (operators removed or fused, tensors, bytes).")
+@click.option("--target", type=click.Choice(["host", "cortex-m4", "cortex-m7", "cortex-m55"]), default="host",
+              show_default=True,
+              help="Kernel variants: host is portable C99; cortex-m4/m7 use Arm DSP SIMD, cortex-m55 Helium MVE.")
+@click.option("--debug", is_flag=True,
+              help="Debug build: canaries around the arena and bounds checks, reported by NAME_check().")
+@click.option("--quantize", type=click.Choice(["int8"]), default=None,
+              help="Quantize a float model to integer-only int8 (needs --calibration).")
+@click.option("--calibration", type=click.Path(exists=True), default=None,
+              help="Representative inputs: .npz (one array per input, by order or name), .npy, or a folder of .npy.")
+@click.option("--calibration-method", type=click.Choice(["minmax", "percentile", "mse"]), default="mse",
+              show_default=True, help="How activation ranges are estimated from the calibration data.")
+@click.option("--keep-float", multiple=True,
+              help="Leave this operator type (e.g. SOFTMAX) or output tensor name in float; repeatable.")
+@click.option("--io", "io_dtype", type=click.Choice(["float", "int8"]), default="float", show_default=True,
+              help="Quantized float models: keep float inputs/outputs, or expose the int8 tensors.")
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
-            as_json) -> None:
-    """Compile MODEL (.tflite) into C sources in the output folder."""
+            as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
+            io_dtype) -> None:
+    """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
+    if calibration and not quantize:
+        raise UsageError("--calibration is only used with --quantize int8")
     options = CompileOptions(name=name, ram_budget=ram_budget, flash_budget=flash_budget, planner=planner,
-                             inplace=not no_inplace, opt_level=opt_level)
+                             inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
+                             debug=debug, quantize=quantize, calibration=calibration,
+                             calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype)
     result = compile_model(model, options)
+    if passes_report and result.passes is not None and not as_json:
+        from nn2c.passes.pipeline import format_report
+
+        click.echo(format_report(result.passes), nl=False)
     result.write(out_dir, force=force)
     if report:
         from nn2c.report.memory_plot import plot_live_bytes, plot_plan
@@ -84,6 +112,10 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
         "weight_bytes": result.code.weight_bytes, "files": sorted(result.files),
     }
+    if passes_report and result.passes is not None:
+        from nn2c.passes.pipeline import report_dict
+
+        summary["passes"] = report_dict(result.passes)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -130,16 +162,26 @@ def run(out_dir, inputs, output, model) -> None:
               help="Also write the comparison as JSON to this file ('-' for stdout).")
 @_one_line_errors
 def verify(model, count, seed, json_path) -> None:
-    """Compile, build and run MODEL on seeded inputs; compare every output with TFLM and LiteRT."""
-    from nn2c.errors import VerificationError
-    from nn2c.verify.compare import verify_model
+    """Compile, build and run MODEL on seeded inputs; compare every output with the reference runtimes.
 
-    report = verify_model(model, count=count, seed=seed)
+    .tflite models are compared with TFLM (bit-exact, the judge) and LiteRT; .onnx models with onnxruntime
+    (float outputs within 1e-4 relative).
+    """
+    from nn2c.errors import VerificationError
+
+    if Path(model).suffix.lower() == ".onnx":
+        from nn2c.verify.onnx_oracle import verify_onnx
+
+        report = verify_onnx(model, count=count, seed=seed)
+    else:
+        from nn2c.verify.compare import verify_model
+
+        report = verify_model(model, count=count, seed=seed)
     if json_path != "-":
         for c in report.comparisons:
             status = "bit-exact" if c.max_abs_diff == 0 else ("within tolerance" if c.mismatches == 0 else "MISMATCH")
             if c.reference != report.judge:
-                status += " (informational: TFLM is the reference)"
+                status += f" (informational: {report.judge} is the reference)"
             click.echo(f"{c.reference:6s} output {c.output} ({c.elements} values over {report.records} inputs): "
                        f"max abs diff {c.max_abs_diff:g}, max rel diff {c.max_rel_diff:.3g} -> {status}")
         for ref, why in report.skipped.items():

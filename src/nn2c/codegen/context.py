@@ -41,9 +41,16 @@ class NodeCode:
     aliases: dict[int, Value] = field(default_factory=dict)  # id(output) -> input it shares memory with
 
 
+TARGETS = ("host", "cortex-m4", "cortex-m7", "cortex-m55")
+
+
 class EmitContext:
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, target: str = "host", debug: bool = False) -> None:
         self.prefix = prefix
+        # lowerings pick kernel variants by target: "host" is portable C99; the Cortex-M targets may
+        # use Arm DSP (M4, M7) or Helium MVE (M55) kernels, which must stay bit-exact with the portable ones
+        self.target = target
+        self.debug = debug  # debug build: arena canaries and bounds checks in the generated code
         self.weights: list[WeightArray] = []
         self.params: list[ParamsStruct] = []
         self.kernels: set[str] = set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 import numpy as np
@@ -22,6 +22,8 @@ from nn2c.memory.planner import plan_memory
 from nn2c.memory.requests import BufferRequest, MemoryPlan, live_bytes_lower_bound
 
 KERNEL_DIR = "nn2c_kernels"
+DEBUG_GUARD = 16  # bytes of canary before the arena and behind every buffer in debug builds
+DEBUG_FILL = 0xA5
 _PLACEHOLDER = re.compile(r"@([vs])(\d+)@")
 
 
@@ -49,10 +51,10 @@ def _check_supported(graph: Graph, lowerings: dict) -> None:
 
 
 class _Emitter:
-    def __init__(self, graph: Graph, name: str) -> None:
+    def __init__(self, graph: Graph, name: str, target: str = "host", debug: bool = False) -> None:
         self.graph = graph
         self.name = name
-        self.ctx = EmitContext(name)
+        self.ctx = EmitContext(name, target, debug)
         self.state_ident: dict[int, str] = {}
         self.state_bytes = 0
         self.io_offsets: dict[int, int] = {}
@@ -86,24 +88,24 @@ class _Emitter:
         aliases = {k: v for code in self.ctx.code for k, v in code.aliases.items()}
         return analyse(self.graph, aliases, [code.scratch for code in self.ctx.code], inplace=inplace)
 
-    def resolve(self, plan: MemoryPlan, buffers: Buffers) -> None:
-        """Replace pointer placeholders by arena addresses (or state arrays)."""
+    def resolve(self, plan: MemoryPlan, buffers: Buffers, base: int = 0) -> None:
+        """Replace pointer placeholders by arena addresses (or state arrays); `base` skips a canary."""
         arena = f"{self.name}_arena"
         for step, code in enumerate(self.ctx.code):
 
             def substitute(match: re.Match[str], step: int = step) -> str:
                 kind, index = match.group(1), int(match.group(2))
                 if kind == "s":
-                    return f"(void *)&{arena}[{plan.offsets[buffers.scratch_names[step][index]]}]"
+                    return f"(void *)&{arena}[{base + plan.offsets[buffers.scratch_names[step][index]]}]"
                 value = self.ctx.values[index]
                 if value.is_variable:
                     return self.state_ident[id(value)]
-                offset = plan.offsets[buffers.buffer_of[id(value)]]
+                offset = base + plan.offsets[buffers.buffer_of[id(value)]]
                 return f"({c_type(value.type.dtype)} *)&{arena}[{offset}]"
 
             code.statements = [_PLACEHOLDER.sub(substitute, s) for s in code.statements]
         self.io_offsets = {
-            id(v): plan.offsets[buffers.buffer_of[id(v)]] for v in self.graph.inputs + self.graph.outputs
+            id(v): base + plan.offsets[buffers.buffer_of[id(v)]] for v in self.graph.inputs + self.graph.outputs
         }
 
 
@@ -171,6 +173,13 @@ class _SourceWriter:
         self.e = emitter
         self.plan = plan
         self.source_name = source_name
+        # debug builds: (guard offset, first step, last step) of every buffer's guard zone
+        self.guards: list[tuple[int, int, int]] | None = None
+
+    @property
+    def arena_size(self) -> int:
+        """Bytes of the arena array: the plan, plus the leading canary in debug builds."""
+        return self.plan.arena_bytes + (DEBUG_GUARD if self.guards is not None else 0)
 
     def header(self) -> str:
         name, graph = self.e.name, self.e.graph
@@ -195,6 +204,10 @@ class _SourceWriter:
         w.line("#endif")
         w.line()
         w.line(f"#define {up}_OK 0")
+        if self.guards is not None:
+            w.line("/* debug build: invoke returns this when an operator wrote outside its tensors */")
+            w.line(f"#define {up}_ERROR_GUARD 1")
+            w.line(f"#define {up}_DEBUG 1")
         w.line(f"#define {up}_NUM_INPUTS {len(graph.inputs)}")
         w.line(f"#define {up}_NUM_OUTPUTS {len(graph.outputs)}")
         w.line("/* bytes of the static tensor arena (RAM), and of state tensors kept across inferences */")
@@ -217,6 +230,10 @@ class _SourceWriter:
         w.line(f"int {name}_invoke(void);")
         w.line("/* Clear the state tensors (recurrent models) to their initial values. */")
         w.line(f"void {name}_reset(void);")
+        if self.guards is not None:
+            w.line("/* Debug build: index of the first operator after which a canary or guard zone was found")
+            w.line(" * overwritten in the last invoke (-1: none). */")
+            w.line(f"int {name}_debug_failed_op(void);")
         w.line()
         w.line("#ifdef __cplusplus")
         w.line("}")
@@ -236,7 +253,9 @@ class _SourceWriter:
         w.line(f'#include "{name}_weights.h"')
         w.line()
         w.line(f"/* Tensor arena: {self.plan.arena_bytes} bytes, planned at compile time ({self.plan.planner}). */")
-        w.line(f"static uint8_t {name}_arena[{max(self.plan.arena_bytes, 16)}] NN2C_ALIGNED(16);")
+        w.line(f"static uint8_t {name}_arena[{max(self.arena_size, 16)}] NN2C_ALIGNED(16);")
+        if self.guards is not None:
+            self._debug_helpers(w)
         for value in graph.variables():
             ident = e.state_ident[id(value)]
             count = max(value.type.num_elements, 1)
@@ -268,15 +287,62 @@ class _SourceWriter:
             if graph.variables():
                 with w.block(f"if (!{name}_state_ready)"):
                     w.line(f"{name}_reset();")
+            if self.guards is not None:
+                w.line(f"{name}_failed_op = -1;")
             for step, code in enumerate(e.ctx.code):
                 node = code.node
                 label = f"/* [{step}] {node.op}" + (f": {c_comment(node.name, 70)}" if node.name else "")
                 w.line(label + " */")
+                if self.guards is not None:
+                    w.line(f"{name}_guard_fill({step});")
                 if not code.statements:
                     w.line("/* no code: output shares its input's memory */")
                 w.lines(code.statements)
+                if self.guards is not None:
+                    with w.block(f"if (!{name}_guard_check({step}))"):
+                        w.line(f"return {name.upper()}_ERROR_GUARD;")
             w.line(f"return {name.upper()}_OK;")
+        if self.guards is not None:
+            w.line()
+            with w.block(f"int {name}_debug_failed_op(void)"):
+                w.line(f"return {name}_failed_op;")
         return w.text()
+
+    def _debug_helpers(self, w: CWriter) -> None:
+        """Guard zones: filled before the step that first uses a buffer, checked after every step."""
+        name = self.e.name
+        assert self.guards is not None
+        guards = sorted(self.guards, key=lambda g: (g[1], g[0]))
+        w.line(f"/* debug build: {DEBUG_GUARD}-byte canary at the arena's start and a guard zone behind each")
+        w.line(" * buffer: {guard offset, first step, last step} */")
+        w.line(f"static const int32_t {name}_guards[{max(len(guards), 1)}][3] = {{")
+        for offset, first, last in guards or [(0, -1, -2)]:
+            w.line(f"    {{{offset}, {first}, {last}}},")
+        w.line("};")
+        w.line(f"static int {name}_failed_op = -1;")
+        w.line()
+        with w.block(f"static int {name}_zone_ok(int32_t offset)"):
+            with w.block(f"for (int32_t i = 0; i < {DEBUG_GUARD}; ++i)"):
+                with w.block(f"if ({name}_arena[offset + i] != {DEBUG_FILL:#04x}u)"):
+                    w.line("return 0;")
+            w.line("return 1;")
+        w.line()
+        with w.block(f"static void {name}_guard_fill(int32_t step)"):
+            with w.block("if (step == 0)"):
+                w.line(f"memset({name}_arena, {DEBUG_FILL:#04x}, {DEBUG_GUARD});")
+            with w.block(f"for (size_t k = 0; k < sizeof({name}_guards) / sizeof({name}_guards[0]); ++k)"):
+                with w.block(f"if ({name}_guards[k][1] == step)"):
+                    w.line(f"memset(&{name}_arena[{name}_guards[k][0]], {DEBUG_FILL:#04x}, {DEBUG_GUARD});")
+        w.line()
+        with w.block(f"static int {name}_guard_check(int32_t step)"):
+            w.line(f"int ok = {name}_zone_ok(0);")
+            with w.block(f"for (size_t k = 0; k < sizeof({name}_guards) / sizeof({name}_guards[0]); ++k)"):
+                with w.block(f"if ({name}_guards[k][1] <= step && step <= {name}_guards[k][2])"):
+                    w.line(f"ok = ok && {name}_zone_ok({name}_guards[k][0]);")
+            with w.block(f"if (!ok && {name}_failed_op < 0)"):
+                w.line(f"{name}_failed_op = (int)step;")
+            w.line("return ok;")
+        w.line()
 
     def _io_functions(self, w: CWriter) -> None:
         e, name = self.e, self.e.name
@@ -327,16 +393,23 @@ def _manifest(name: str, graph: Graph, plan: MemoryPlan, state_bytes: int) -> st
 
 
 def generate_c(graph: Graph, name: str, source_name: str, planner: str = "exact", inplace: bool = True,
-               plan_time_limit: float = 10.0) -> GeneratedCode:
+               plan_time_limit: float = 10.0, target: str = "host", debug: bool = False) -> GeneratedCode:
     """Lower every node, plan the arena, and render all files of the output folder."""
     name = c_identifier(name)
-    emitter = _Emitter(graph, name)
+    emitter = _Emitter(graph, name, target, debug)
     emitter.lower()
-    buffers = emitter.buffers(inplace)
+    # debug build: every buffer gets its own guard zone behind it, so no output overlaps an input
+    buffers = emitter.buffers(inplace and not debug)
+    guards = None
+    if debug:
+        guards = [(r.name, r.size, r.first, r.last) for r in buffers.requests]
+        buffers.requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]
     plan, honoured = plan_memory(buffers.requests, buffers.inplace, planner, plan_time_limit)
-    emitter.resolve(plan, buffers)
+    emitter.resolve(plan, buffers, base=DEBUG_GUARD if debug else 0)
     emitter.state_bytes = sum(v.type.num_bytes for v in graph.variables())
     writer = _SourceWriter(emitter, plan, source_name)
+    if guards is not None:
+        writer.guards = [(DEBUG_GUARD + plan.offsets[n] + size, first, last) for n, size, first, last in guards]
     source = writer.source()
     kernels = sorted(emitter.ctx.kernels)
     files = {

@@ -26,6 +26,9 @@ def host_main_c(name: str) -> str:
                 with w.block("if (got != want)"):
                     w.line("return (i == 0 && got == 0 && feof(stdin)) ? 0 : 1;")
             with w.block(f"if ({name}_invoke() != {up}_OK)"):
+                w.line(f"#ifdef {up}_DEBUG")
+                w.line(f'fprintf(stderr, "{name}: operator %d wrote outside its tensors\\n", {name}_debug_failed_op());')
+                w.line("#endif")
                 w.line("return 2;")
             with w.block(f"for (int i = 0; i < {up}_NUM_OUTPUTS; ++i)"):
                 with w.block(f"if (fwrite({name}_output(i), 1, {name}_output_bytes(i), stdout) != {name}_output_bytes(i))"):

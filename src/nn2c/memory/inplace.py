@@ -24,7 +24,8 @@ from nn2c.ir import Node, Value, dtype_bytes
 WINDOW_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
 # Kernels of the form y[i] = f(x[i]) (same element count, forward loop, no restrict pointers).
 ELEMENTWISE_OPS = frozenset({
-    "QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "CAST", "ADD", "MUL", "MINIMUM", "MAXIMUM", "DIV",
+    "QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "CAST", "ADD", "MUL", "MINIMUM", "MAXIMUM", "DIV", "LUT",
+    "SUB", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "HARD_SWISH",
 })
 
 

@@ -1,0 +1,393 @@
+"""Quantization-aware rewriting: QDQ patterns become integer operators with TFLite-style
+quantization parameters.
+
+A QDQ model (onnxruntime.quantization, QDQ format; or a TFLite model with a float island between
+DEQUANTIZE and QUANTIZE) computes y_q = Q(f(DQ(x_q), DQ(w_q)), s_y, z_y): the integer operator
+f_int(x_q, w_q) with output quantization (s_y, z_y) computes the same function up to rounding,
+which is what TFLite's int8 kernels compute. Rules, applied until nothing changes:
+- Sinking DQ through data movement: M(DQ(q)) = DQ(M(q)) for RESHAPE, TRANSPOSE, SQUEEZE, ... and a
+  per-tensor q (the movement then moves int8 bytes).
+- Q(DQ(x)) with equal parameters is x (the pair is removed); with other parameters it is one
+  requantizing QUANTIZE (int -> int). Two requantizations in a row are one.
+- f with every activation input a DQ output and every reader of its result a QUANTIZE with the same
+  parameters becomes f_int: weights are the int8 constants under their DQ (per-channel along the
+  output channel, zero point 0), a bias is requantized to int32 with scale s_x * s_w[c] (TFLite's
+  convention), and the output takes the QUANTIZE's parameters. Operators whose TFLite kernels fix
+  the output parameters (LOGISTIC, SOFTMAX: 1/256 and -128) or keep the input's (pools, RELU6,
+  data movement) produce those and are followed by a requantizing QUANTIZE when the target differs;
+  CONCATENATION inputs with other parameters than the output are requantized first.
+Operators without an integer kernel (or whose parameters the kernel cannot take) stay float between
+their DQ and Q.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nn2c.ir import Graph, Node, QuantParams, TensorType, Value
+from nn2c.passes.base import PassResult
+from nn2c.passes.rewrite import (
+    bypass,
+    const,
+    const_array,
+    insert_before,
+    is_output,
+    new_value,
+    set_input,
+)
+
+# M(DQ(q)) = DQ(M(q)): PAD of int8 pads with the zero point, which dequantizes to the float PAD's 0
+MOVEMENT = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "IDENTITY", "STRIDED_SLICE", "SLICE",
+                      "GATHER", "PAD"})
+WEIGHTED = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})
+# output quantization is the output QUANTIZE's; inputs may differ
+FREE_OUTPUT = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "MEAN", "RELU",
+                         "LEAKY_RELU", "HARD_SWISH"})
+# the TFLite kernel's output has the input's quantization
+SAME_AS_INPUT = frozenset({"MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU6", "RESHAPE", "TRANSPOSE", "SPLIT", "SPLIT_V",
+                           "STRIDED_SLICE", "PAD", "CONCATENATION", "SQUEEZE", "EXPAND_DIMS"})
+# the TFLite kernel's int8 output quantization is fixed
+FIXED_OUTPUT = {"LOGISTIC": (1.0 / 256, -128), "SOFTMAX": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}
+REWRITABLE = FREE_OUTPUT | SAME_AS_INPUT | frozenset(FIXED_OUTPUT)
+
+
+def _hard_swish(x: np.ndarray, node: Node) -> np.ndarray:
+    return x * np.clip(x * np.float32(1.0 / 6.0) + np.float32(0.5), np.float32(0), np.float32(1))
+
+
+def _leaky_relu(x: np.ndarray, node: Node) -> np.ndarray:
+    return np.where(x >= 0, x, x * np.float32(node.attrs.get("alpha", 0.2)))
+
+
+# Unary int8 -> int8 activations become a 256-entry table: LUT(q) = Q(f(DQ(q))) evaluated here in
+# float32 exactly as the QDQ graph defines it, so the integer model equals the QDQ semantics (no
+# fixed-point approximation, as TFLite's int8 HARD_SWISH / LOGISTIC kernels have) and costs one load.
+LUT_FUNCTIONS = {
+    "HARD_SWISH": _hard_swish,
+    "LEAKY_RELU": _leaky_relu,
+    "LOGISTIC": lambda x, node: (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32),
+    "TANH": lambda x, node: np.tanh(x).astype(np.float32),
+}
+
+
+def lut_table(node: Node, in_quant: QuantParams, out_quant: QuantParams) -> np.ndarray:
+    """Q(f(DQ(q))) for q = -128..127 with onnxruntime's float32 DequantizeLinear / QuantizeLinear."""
+    q = np.arange(-128, 128, dtype=np.int32)
+    real = (q - in_quant.zero_point[0]).astype(np.float32) * np.float32(in_quant.scale[0])
+    with np.errstate(over="ignore"):
+        y = LUT_FUNCTIONS[node.op](real, node).astype(np.float32)
+    rounded = np.rint(y / np.float32(out_quant.scale[0])).astype(np.float64) + out_quant.zero_point[0]
+    return np.clip(rounded, -128, 127).astype(np.int8)
+
+
+def _int_source(value: Value | None) -> Value | None:
+    """q if value = DEQUANTIZE(q) with q int8 / int16 quantized per tensor."""
+    if value is None or value.producer is None or value.producer.op != "DEQUANTIZE":
+        return None
+    q = value.producer.inputs[0]
+    if q is None or q.type.quant is None or q.type.quant.per_channel or q.type.dtype not in ("int8", "int16"):
+        return None
+    return q
+
+
+def _weight_source(value: Value | None) -> Value | None:
+    """The integer constant under DEQUANTIZE(constant)."""
+    if value is None or value.producer is None or value.producer.op != "DEQUANTIZE":
+        return None
+    q = value.producer.inputs[0]
+    if q is None or q.data is None or q.type.quant is None or q.type.dtype not in ("int8", "int32"):
+        return None
+    return q
+
+
+def _data_positions(node: Node) -> list[int]:
+    if node.op in WEIGHTED or node.op in ("MEAN", "PAD", "STRIDED_SLICE", "RESHAPE", "TRANSPOSE", "SPLIT_V",
+                                          "SQUEEZE", "EXPAND_DIMS"):
+        return [0]
+    if node.op == "SPLIT":
+        return [1]
+    if node.op == "CONCATENATION":
+        return [i for i, v in enumerate(node.inputs) if v is not None]
+    if node.op in ("ADD", "SUB", "MUL"):
+        return [0, 1]
+    return [0]
+
+
+def _target(graph: Graph, node: Node) -> list[TensorType] | None:
+    """Per output: the type every reader QUANTIZEs it to, if all readers are such QUANTIZEs."""
+    types = []
+    for out in node.outputs:
+        if is_output(graph, out) or not out.users or out.type.dtype != "float32":
+            return None
+        readers = {id(u): u for u in out.users}.values()
+        kinds = {u.outputs[0].type for u in readers if u.op == "QUANTIZE"}
+        if len(kinds) != 1 or any(u.op != "QUANTIZE" for u in readers):
+            return None
+        kind = next(iter(kinds))
+        if kind.dtype not in ("int8", "int16") or kind.quant is None or kind.quant.per_channel:
+            return None
+        types.append(kind)
+    return types
+
+
+def reads_quantized_weights(node: Node) -> bool:
+    """Will the QDQ rewrite want this node's DEQUANTIZE(constant) weights as integers?"""
+    if node.op not in WEIGHTED:
+        return False
+    x = node.inputs[0]
+    while x is not None and x.producer is not None and x.producer.op in MOVEMENT:
+        x = x.producer.inputs[0]
+    return x is not None and _int_source(x) is not None and _weight_source(node.input(1)) is not None
+
+
+def _quantized_weights(node: Node, x_q: Value) -> tuple[Value, Value | None] | None:
+    w = _weight_source(node.input(1))
+    if w is None or w.type.dtype != "int8":
+        return None
+    quant = w.type.quant
+    assert quant is not None
+    channel_axis = 3 if node.op == "DEPTHWISE_CONV_2D" else 0
+    if any(z != 0 for z in quant.zero_point) or (quant.per_channel and quant.axis != channel_axis):
+        return None
+    channels = w.type.shape[channel_axis]
+    w_scales = np.array(quant.scale * (channels if not quant.per_channel else 1), dtype=np.float64)
+    bias = node.input(2)
+    if bias is None:
+        return w, None
+    b_int = _weight_source(bias)
+    if b_int is not None:
+        real = (b_int.data.astype(np.float64) - np.array(b_int.type.quant.zero_point)) * np.array(b_int.type.quant.scale)  # type: ignore[union-attr]
+    else:
+        data = const_array(bias)
+        if data is None or bias.type.dtype != "float32":
+            return None
+        real = data.astype(np.float64)
+    assert x_q.type.quant is not None
+    bias_scales = np.float64(np.float32(x_q.type.quant.scale[0])) * w_scales
+    q = np.rint(real.reshape(-1) / bias_scales)
+    if np.any(np.abs(q) > 2**31 - 1):
+        return None
+    bias_q = const(q.astype(np.int32), f"{bias.name}/int32",
+                   QuantParams(tuple(float(s) for s in bias_scales), (0,) * channels, 0))
+    return w, bias_q
+
+
+def _requantize(graph: Graph, anchor: Node, value: Value, target: TensorType, name: str) -> Value:
+    """A QUANTIZE (int -> int) of value to target, inserted before anchor."""
+    out = new_value(name, target.dtype, value.type.shape, target.quant)
+    insert_before(graph, anchor, Node("QUANTIZE", [value], [out], name=anchor.name, index=anchor.index))
+    return out
+
+
+def _natural_quant(node: Node, inputs: list[Value], target: TensorType) -> QuantParams | None:
+    if node.op in FIXED_OUTPUT:
+        if target.dtype != "int8":
+            return None
+        s, z = FIXED_OUTPUT[node.op]
+        return QuantParams((s,), (z,))
+    if node.op in SAME_AS_INPUT and node.op != "CONCATENATION":
+        return inputs[0].type.quant
+    return target.quant
+
+
+def _kernel_accepts(node: Node, ints: list[Value], target: TensorType) -> bool:
+    """Parameter limits of the integer kernels (else the node stays float)."""
+    assert target.quant is not None
+    if node.op == "HARD_SWISH":  # TFLite needs an output multiplier below one: s_in / 128 < s_out
+        in_quant = ints[0].type.quant
+        return target.dtype == "int8" and in_quant is not None and \
+            bool(np.float32(1.0 / 128.0) * np.float32(in_quant.scale[0]) < np.float32(target.quant.scale[0]))
+    if node.op == "LEAKY_RELU":
+        return float(node.attrs.get("alpha", 0.2)) >= 0
+    if node.op in ("RELU", "RELU6", "MEAN", "MUL", "ADD", "SUB"):
+        return target.dtype in ("int8", "int16")
+    return True
+
+
+def _rewrite(graph: Graph, node: Node, result: PassResult) -> bool:
+    if node.op not in REWRITABLE or any(o.type.dtype != "float32" for o in node.outputs):
+        return False
+    targets = _target(graph, node)
+    if targets is None:
+        return False
+    positions = _data_positions(node)
+    sources = [_int_source(node.input(i)) for i in positions]
+    if any(s is None for s in sources):
+        return False
+    ints: list[Value] = [s for s in sources if s is not None]
+    dtype = targets[0].dtype
+    if any(v.type.dtype != dtype for v in ints) or any(t.dtype != dtype for t in targets):
+        return False
+    if node.op in LUT_FUNCTIONS and dtype == "int8" and len(node.outputs) == 1 and len(ints) == 1:
+        assert ints[0].type.quant is not None and targets[0].quant is not None
+        table = const(lut_table(node, ints[0].type.quant, targets[0].quant), f"{node.name}/lut")
+        set_input(node, 0, ints[0])
+        node.op = "LUT"
+        node.inputs = node.inputs[:1]
+        node.inputs.append(table)
+        table.users.append(node)
+        return _take_outputs(graph, node, targets, [targets[0].quant], dtype, result)
+    weights = None
+    if node.op in WEIGHTED:
+        if dtype != "int8":
+            return False
+        weights = _quantized_weights(node, ints[0])
+        if weights is None:
+            return False
+    if node.op == "CONCATENATION":
+        ints = [v if v.type.quant == targets[0].quant else
+                _requantize(graph, node, v, targets[0], f"{v.name}/requant") for v in ints]
+    natural = [_natural_quant(node, ints, t) for t in targets]
+    if any(q is None for q in natural) or not _kernel_accepts(node, ints, targets[0]):
+        return False
+    for position, value in zip(positions, ints, strict=True):
+        set_input(node, position, value)
+    if weights is not None:
+        set_input(node, 1, weights[0])
+        if len(node.inputs) > 2:
+            set_input(node, 2, weights[1])
+    return _take_outputs(graph, node, targets, natural, dtype, result)
+
+
+def _take_outputs(graph: Graph, node: Node, targets: list[TensorType], natural: list, dtype: str,
+                  result: PassResult) -> bool:
+    """The node now produces integers: it takes over its reading QUANTIZEs (or feeds one requantize)."""
+    for k, (out, target, quant) in enumerate(zip(list(node.outputs), targets, natural, strict=True)):
+        readers = list({id(u): u for u in out.users}.values())
+        final = readers[0].outputs[0]
+        produced = new_value(f"{final.name}/int", target.dtype, out.type.shape, quant)
+        node.outputs[k] = produced
+        produced.producer = node
+        out.producer = None
+        if quant != target.quant:
+            requant = readers[0]  # the first QUANTIZE now requantizes produced -> final
+            set_input(requant, 0, produced)
+            readers = readers[1:]
+            anchor_value = final
+        else:
+            anchor_value = produced
+        for reader in readers:
+            q_out = reader.outputs[0]
+            if is_output(graph, q_out):
+                anchor_value.name = q_out.name
+            graph.replace_all_uses(q_out, anchor_value)
+            graph.remove_node(reader)
+            result.removed_ops += 1
+            result.removed_tensors += 1
+            result.bytes_saved += q_out.type.num_bytes
+        if quant != target.quant:
+            # the requantizing QUANTIZE must come after the node
+            requant_node = final.producer
+            assert requant_node is not None
+            graph.nodes.remove(requant_node)
+            graph.nodes.insert(graph.nodes.index(node) + 1, requant_node)
+    result.modified = True
+    result.notes.append(f"{node.where()} now computes in {dtype}")
+    return True
+
+
+def _sink_dequantize(graph: Graph, node: Node, result: PassResult) -> bool:
+    """M(DQ(q)) -> DQ(M(q)) for data movement M."""
+    if node.op not in MOVEMENT or len(node.outputs) != 1:
+        return False
+    q = _int_source(node.inputs[0])
+    out = node.outputs[0]
+    if q is None or out.type.dtype != "float32":
+        return False
+    moved = new_value(f"{out.name}/int", q.type.dtype, out.type.shape, q.type.quant)
+    set_input(node, 0, q)
+    node.outputs = [moved]
+    moved.producer = node
+    out.producer = None
+    dq = Node("DEQUANTIZE", [moved], [out], name=node.name, index=node.index)
+    graph.add_node(dq)
+    graph.nodes.pop()
+    graph.nodes.insert(graph.nodes.index(node) + 1, dq)
+    result.modified = True
+    result.notes.append(f"moved a DEQUANTIZE below {node.where()}")
+    return True
+
+
+def _quantize_pairs(graph: Graph, node: Node, result: PassResult, exact_only: bool) -> bool:
+    """Q(DQ(x)) -> x or a requantize; Q(Q(x)) (int -> int -> int) -> one requantize."""
+    if node.op != "QUANTIZE":
+        return False
+    x = node.inputs[0]
+    out = node.outputs[0]
+    if x is None or x.producer is None or out.type.quant is None or out.type.quant.per_channel:
+        return False
+    inner = x.producer
+    if inner.op == "DEQUANTIZE":
+        q = _int_source(x)
+        if q is None:
+            return False
+        if q.type == out.type:
+            return bypass(graph, node, q, result, "removed a DEQUANTIZE -> QUANTIZE pair")
+        if exact_only:
+            return False
+        set_input(node, 0, q)
+        result.modified = True
+        result.notes.append(f"a DEQUANTIZE -> QUANTIZE pair became one requantization: {node.where()}")
+        return True
+    if inner.op == "QUANTIZE" and x.type.dtype != "float32" and inner.inputs[0] is not None and not exact_only:
+        source = inner.inputs[0]
+        if source.type.dtype == "float32" or source.type.quant is None or source.type.quant.per_channel:
+            return False
+        if source.type == out.type:
+            return bypass(graph, node, source, result, "removed a requantization round trip")
+        set_input(node, 0, source)
+        result.modified = True
+        result.notes.append(f"merged a requantization chain into {node.where()}")
+        return True
+    return False
+
+
+def _fold_unconvertible_weights(graph: Graph, node: Node, result: PassResult) -> bool:
+    """A weighted op that will stay float gets float weights (DEQUANTIZE evaluated now)."""
+    if node.op not in WEIGHTED:
+        return False
+    changed = False
+    for index in (1, 2):
+        value = node.input(index)
+        source = _weight_source(value)
+        if value is None or source is None:
+            continue
+        assert source.data is not None and source.type.quant is not None
+        quant = source.type.quant
+        scales = np.array(quant.scale, dtype=np.float64)
+        zps = np.array(quant.zero_point, dtype=np.float64)
+        if quant.per_channel:
+            shape = [1] * source.data.ndim
+            shape[quant.axis] = len(scales)
+            scales, zps = scales.reshape(shape), zps.reshape(shape)
+        real = ((source.data.astype(np.float64) - zps) * scales).astype(np.float32)
+        set_input(node, index, const(real, f"{value.name}/float"))
+        result.modified = True
+        result.notes.append(f"{node.where()} stays float: dequantized its constant input {index} at compile time")
+        changed = True
+    return changed
+
+
+def rewrite_qdq(graph: Graph) -> PassResult:
+    """On ONNX models every rule; on TFLite models only the exact ones (TFLM runs float islands in
+    float, and nn2c must match it bit for bit): DEQUANTIZE sinking and equal-parameter pair removal."""
+    exact_only = graph.metadata.get("source_format") != "onnx"
+    result = PassResult(False)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(graph.nodes):
+            if node not in graph.nodes:
+                continue
+            if _quantize_pairs(graph, node, result, exact_only) or _sink_dequantize(graph, node, result) or (not exact_only and _rewrite(graph, node, result)):
+                changed = True
+    return result
+
+
+def fold_float_weights(graph: Graph) -> PassResult:
+    """After the rewrite: weights of operators that stay float are dequantized at compile time."""
+    result = PassResult(False)
+    for node in list(graph.nodes):
+        if node.op in WEIGHTED and node.outputs[0].type.dtype == "float32":
+            _fold_unconvertible_weights(graph, node, result)
+    return result
