@@ -95,6 +95,30 @@ def test_transposes_cancel_and_affine_folds_on_float_tflite(tmp_path):
     assert_matches_tflm(model, tmp_path)
 
 
+def test_shape_slice_pack_chain_feeding_reshape_folds_away(tmp_path):
+    """The converter's dynamic-batch idiom: RESHAPE(x, PACK(STRIDED_SLICE(SHAPE(x)), -1)) -> one RESHAPE."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.tensor("float32", (1, 4, 4, 2))
+    shape = b.tensor("int32", (4,))
+    begin, end, strides = (b.tensor("int32", (1,), data=np.array([v])) for v in (0, 1, 1))
+    batch = b.tensor("int32", ())
+    minus_one = b.tensor("int32", (), data=np.array(-1))
+    packed = b.tensor("int32", (2,))
+    flat = b.tensor("float32", (1, 32))
+    w = b.tensor("float32", (3, 32), data=rng.standard_normal((3, 32)))
+    y = b.tensor("float32", (1, 3))
+    b.op("SHAPE", [x], [shape], {"out_type": 2})
+    b.op("STRIDED_SLICE", [shape, begin, end, strides], [batch], {"shrink_axis_mask": 1})
+    b.op("PACK", [batch, minus_one], [packed], {"values_count": 2, "axis": 0})
+    b.op("RESHAPE", [x, packed], [flat])
+    b.op("FULLY_CONNECTED", [flat, w, -1], [y], {"fused_activation_function": "NONE"})
+    model = b.build([x], [y])
+    assert _ops(model, tmp_path, level=0) == ["SHAPE", "STRIDED_SLICE", "PACK", "RESHAPE", "FULLY_CONNECTED"]
+    assert _ops(model, tmp_path) == ["RESHAPE", "FULLY_CONNECTED"]
+    assert_matches_tflm(model, tmp_path)
+
+
 # the audio preprocessors are made of Signal custom operators that nn2c refuses (tests/test_errors.py)
 @pytest.mark.parametrize("path", sorted(p for p in MODELS.rglob("*.tflite") if "audio_preprocessor" not in p.name),
                          ids=lambda p: p.name)

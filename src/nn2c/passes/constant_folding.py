@@ -1,5 +1,7 @@
 """Constant folding: a node whose inputs are all constants is evaluated at compile time.
 
+SHAPE counts as constant whatever its input: nn2c's shapes are static.
+
 The node's outputs become constants computed by the reference evaluator (nn2c.reference), the
 node is removed, and the activation bytes its outputs needed are saved. Limits:
 - an output larger than MAX_FOLD_BYTES is folded only if it is no larger than the node's constant
@@ -23,9 +25,16 @@ from nn2c.reference.evaluate import SUPPORTED_OPS, evaluate_node
 MAX_FOLD_BYTES = 64 * 1024
 
 
+def _static_shape(node: Node) -> bool:
+    """SHAPE of a run-time tensor: shapes are static in nn2c, so the result is a constant too."""
+    return node.op == "SHAPE" and len(node.outputs) == 1 and node.input(0) is not None
+
+
 def _foldable(graph: Graph, node: Node, keep_quantized_weights: bool, max_bytes: int) -> bool:
     if node.op not in SUPPORTED_OPS or not node.outputs:
         return False
+    if _static_shape(node) and not is_output(graph, node.outputs[0]):
+        return True
     inputs = [v for v in node.inputs if v is not None]
     if not inputs or any(v.data is None or v.is_variable for v in inputs):
         return False
@@ -48,6 +57,10 @@ def fold_constants(graph: Graph, keep_quantized_weights: bool = False,
         if not _foldable(graph, node, keep_quantized_weights, max_bytes):
             continue
         arrays = [None if v is None else v.data for v in node.inputs]
+        if _static_shape(node) and arrays[0] is None:
+            x = node.inputs[0]
+            assert x is not None
+            arrays[0] = np.broadcast_to(np.int8(0), x.type.shape)  # SHAPE reads only the shape (no copy)
         try:
             with np.errstate(all="ignore"):
                 outputs = evaluate_node(node, arrays)

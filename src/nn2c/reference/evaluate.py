@@ -119,7 +119,7 @@ def _moved(node: Node, arrays: Arrays, move: Callable[[list[np.ndarray]], list[n
 
 
 def _data_input_positions(node: Node) -> list[int]:
-    if node.op == "CONCATENATION":
+    if node.op in ("CONCATENATION", "PACK"):
         return [i for i, v in enumerate(node.inputs) if v is not None]
     if node.op == "SPLIT":
         return [1]
@@ -181,6 +181,8 @@ def _movement(node: Node, arrays: Arrays) -> list[np.ndarray]:
         return _moved(node, arrays, lambda xs: [np.transpose(xs[0], perm)])
     if op == "CONCATENATION":
         return _moved(node, arrays, lambda xs: [np.concatenate(xs, axis=int(a.get("axis", 0)))])
+    if op == "PACK":  # TFLite's stack: the converter packs shape pieces for a RESHAPE
+        return _moved(node, arrays, lambda xs: [np.stack(xs, axis=int(a.get("axis", 0)))])
     if op == "SPLIT":
         axis = _ints(arrays[0], "axis")[0]
         return _moved(node, arrays, lambda xs: np.split(xs[0], int(a.get("num_splits", len(node.outputs))), axis=axis))
@@ -213,7 +215,7 @@ def _movement(node: Node, arrays: Arrays) -> list[np.ndarray]:
 
 MOVEMENT_OPS = frozenset({
     "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "IDENTITY", "TRANSPOSE", "CONCATENATION", "SPLIT", "SPLIT_V",
-    "STRIDED_SLICE", "SLICE", "PAD", "PADV2", "GATHER",
+    "STRIDED_SLICE", "SLICE", "PAD", "PADV2", "GATHER", "PACK",
 })
 
 
