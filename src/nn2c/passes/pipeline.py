@@ -17,6 +17,7 @@ from nn2c.passes.fold_affine import fold_affine
 from nn2c.passes.fuse_activation import fuse_activations
 from nn2c.passes.fuse_pad import fuse_pad_into_conv
 from nn2c.passes.fuse_reduce_reshape import fuse_reduce_reshape
+from nn2c.passes.horizontal import fuse_parallel
 from nn2c.passes.layout import sink_transposes
 from nn2c.passes.qdq import fold_float_weights, rewrite_qdq
 from nn2c.passes.simplify import simplify
@@ -39,6 +40,7 @@ PIPELINES: dict[int, list[tuple[str, Pass]]] = {
         ("qdq", rewrite_qdq),
         ("qdq-float-weights", fold_float_weights),
         ("fuse-pad", fuse_pad_into_conv),
+        ("fuse-parallel", fuse_parallel),
     ],
 }
 
