@@ -12,20 +12,12 @@ import pytest
 from nn2c.api import compile_model
 from nn2c.verify.build import build, run
 from nn2c.verify.oracle import run_tflm
-from tests.conftest import TFLM_MODELS, model_path
+from tests.conftest import LARGE_MODELS, TFLM_MODELS, model_path
 from tests.tflite_builder import ModelBuilder
 
-SMALL_MODELS = [
-    "tflite_micro/hello_world_int8.tflite",
-    "mlcommons_tiny/kws_ref_model.tflite",
-    "mlcommons_tiny/ad01_int8.tflite",
-    "tflite_micro/keyword_scrambled.tflite",
-    "tflite_micro/trained_lstm_int8.tflite",
-    "tinyengine/ptq_mnist_lenet-300-100.tflite",
-]
 
-
-@pytest.mark.parametrize("model", SMALL_MODELS)
+@pytest.mark.parametrize("model", [*TFLM_MODELS, "mlcommons_tiny/kws_ref_model_float32.tflite",
+                                   *(pytest.param(m, marks=pytest.mark.slow) for m in LARGE_MODELS)])
 def test_compile_is_deterministic(model):
     first = compile_model(model_path(model)).files
     second = compile_model(model_path(model)).files

@@ -17,9 +17,15 @@ from scipy.sparse import lil_matrix
 from nn2c.memory.inplace import InPlacePair
 from nn2c.memory.requests import BufferRequest, MemoryPlan, align_up
 
+# Branch-and-bound nodes the solver may explore: a work limit, unlike the time limit, stops at the
+# same plan on every run and machine, so the generated code stays byte-identical (the time limit
+# remains as a safety net for a very slow machine).
+NODE_LIMIT = 20_000
+
 
 def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bound: int,
-               time_limit: float = 10.0, upper_bound: int | None = None) -> MemoryPlan | None:
+               time_limit: float = 10.0, upper_bound: int | None = None,
+               node_limit: int = NODE_LIMIT) -> MemoryPlan | None:
     live = [r for r in requests if r.size > 0]
     if not live:
         return MemoryPlan({r.name: 0 for r in requests}, 0, lower_bound, "exact")
@@ -70,12 +76,12 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     bounds = Bounds(np.zeros(num_vars), np.array(upper_k + [1] * m + [arena_cap], dtype=float))
     result = milp(cost, integrality=integrality, bounds=bounds,
                   constraints=LinearConstraint(matrix.tocsr(), lower, upper),
-                  options={"time_limit": time_limit, "disp": False})
+                  options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
     if result.x is None:
         return None
     offsets = {r.name: round(result.x[i]) * r.alignment for i, r in enumerate(live)}
     for r in requests:
         offsets.setdefault(r.name, 0)
     arena = max(offsets[r.name] + r.size for r in live)
-    status = "exact" if result.status == 0 else "exact (time limit: best found)"
+    status = "exact" if result.status == 0 else "exact (work or time limit: best found)"
     return MemoryPlan(offsets, align_up(arena, 16), lower_bound, status)
