@@ -30,20 +30,24 @@ def _channel_axis(node: Node) -> int:
     return axis + len(out.type.shape) if axis < 0 else axis
 
 
-def _stack_quant(values: list[Value]) -> QuantParams | bool | None:
-    """Per-channel quantization of the stacked constant; None if float; False if not stackable."""
+class _NotStackable(Exception):
+    pass
+
+
+def _stack_quant(values: list[Value]) -> QuantParams | None:
+    """Per-channel quantization of the stacked constant (None if float); raises if not stackable."""
     quants = [v.type.quant for v in values]
     if all(q is None for q in quants):
         return None
     if any(q is None for q in quants):
-        return False
+        raise _NotStackable
     scales: list[float] = []
     zero_points: list[int] = []
     for v, q in zip(values, quants, strict=True):
         assert q is not None
         channels = v.type.shape[0]
         if q.per_channel and q.axis != 0:
-            return False
+            raise _NotStackable
         scales += list(q.scale) if q.per_channel else list(q.scale) * channels
         zero_points += list(q.zero_point) if q.per_channel else list(q.zero_point) * channels
     return QuantParams(tuple(scales), tuple(zero_points), 0)
@@ -89,25 +93,21 @@ def _fuse(graph: Graph, concat: Node, result: PassResult) -> bool:
     if producers is None:
         return False
     weights = [p.inputs[1] for p in producers]
-    assert all(w is not None for w in weights)
-    w_quant = _stack_quant(weights)  # type: ignore[arg-type]
-    if w_quant is False:
-        return False
     biases = [p.input(2) for p in producers]
-    b_quant = None
-    if biases[0] is not None:
-        if any(b is None or b.data is None for b in biases):
-            return False
-        b_quant = _stack_quant(biases)  # type: ignore[arg-type]
-        if b_quant is False:
-            return False
+    if biases[0] is not None and any(b is None or b.data is None for b in biases):
+        return False
+    try:
+        w_quant = _stack_quant(weights)  # type: ignore[arg-type]
+        b_quant = _stack_quant(biases) if biases[0] is not None else None  # type: ignore[arg-type]
+    except _NotStackable:
+        return False
     first = producers[0]
-    stacked_w = const(np.concatenate([w.data for w in weights], axis=0),  # type: ignore[union-attr,misc]
-                      f"{first.name}/stacked_filters", w_quant or None)
+    stacked_w = const(np.concatenate([w.data for w in weights], axis=0),  # type: ignore[union-attr]
+                      f"{first.name}/stacked_filters", w_quant)
     set_input(first, 1, stacked_w)
     if biases[0] is not None:
         stacked_b = const(np.concatenate([b.data.reshape(-1) for b in biases], axis=0),  # type: ignore[union-attr]
-                          f"{first.name}/stacked_bias", b_quant or None)
+                          f"{first.name}/stacked_bias", b_quant)
         set_input(first, 2, stacked_b)
     out = concat.outputs[0]
     old = first.outputs[0]
