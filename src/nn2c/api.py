@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from nn2c.codegen.cnames import c_identifier
 from nn2c.codegen.context import TARGETS
 from nn2c.codegen.emitter import GeneratedCode, generate_c
+from nn2c.codegen.package import library_files
 from nn2c.errors import BudgetExceededError, InvalidModelError, UsageError
 from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
 from nn2c.ir import Graph, verify
@@ -48,6 +50,9 @@ class CompileResult:
     files: dict[str, str] = field(default_factory=dict)
     passes: PipelineReport | None = None
     quant: Any = None  # nn2c.quant report (per-tensor SQNR) when the model was quantized
+    source: str = ""  # the model's file name (no directories: reports stay free of absolute paths)
+    options: CompileOptions | None = None
+    ops_before: dict[str, int] | None = None  # operators per type as imported, before the graph passes
 
     @property
     def arena_bytes(self) -> int:
@@ -82,41 +87,79 @@ def load_model(path: str | Path, nhwc_io: bool = False) -> Graph:
     return graph
 
 
-def compile_model(path: str | Path, options: CompileOptions | None = None) -> CompileResult:
+def _op_counts(graph: Graph) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        counts[node.op] = counts.get(node.op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def compile_model(path: str | Path, options: CompileOptions | None = None,
+                  progress: Callable[[str], None] | None = None) -> CompileResult:
+    """Load, optimise, (quantize,) plan and generate C. `progress(step)` is told when each step starts."""
     options = options or CompileOptions()
+    step = progress or (lambda _text: None)
     if options.target not in TARGETS:
         raise UsageError(f"unknown target {options.target!r}; choose one of {', '.join(TARGETS)}")
+    step("reading the model")
     graph = load_model(path, nhwc_io=options.nhwc_io)
+    ops_before = _op_counts(graph)
+    step(f"optimising the graph (-O{options.opt_level})")
     passes = optimize(graph, options.opt_level)
     quant = None
     if options.quantize:
         from nn2c.quant.ptq import quantize_for_compile  # calibration runs only when asked for
 
+        step(f"calibrating and quantizing to {options.quantize}")
         graph, quant = quantize_for_compile(graph, options)
         again = optimize(graph, options.opt_level)  # clean up the quantize/dequantize edges it created
         for pass_name, stats in again.per_pass.items():
             passes.per_pass[pass_name] += stats
         passes.ops_after = again.ops_after
     if options.reorder:
+        step("choosing the operator order")
         order = memory_aware_order(graph)
         if order_peak(graph, order) < order_peak(graph, graph.nodes):
             graph.nodes = order
     name = c_identifier(options.name or Path(path).stem)
+    planner = (f"exact planner, up to {options.plan_time_limit:g} s" if options.planner == "exact"
+               else f"{options.planner} planner")
+    step(f"generating C and planning memory ({planner})")
     code = generate_c(graph, name, Path(path).name, planner=options.planner, inplace=options.inplace,
                       plan_time_limit=options.plan_time_limit, target=options.target, debug=options.debug)
-    result = CompileResult(name, graph, code, dict(code.files), passes, quant)
+    files = dict(code.files)
+    files.update(library_files(name, code.files, graph, code.plan.arena_bytes, code.state_bytes,
+                               code.weight_bytes, Path(path).name, options.target))
+    result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
+                           ops_before=ops_before)
+    _check_budgets(result, options)
+    return result
+
+
+def _check_budgets(result: CompileResult, options: CompileOptions) -> None:
+    """Over a budget: say by how much and which operators to look at (the arena peak, the heaviest weights)."""
+    code, source = result.code, result.source
     if options.ram_budget is not None and result.ram_bytes > options.ram_budget:
+        from nn2c.report.layers import peak
+
+        top = peak(result)
+        where = f"; arena {top.describe(limit=3)}" if top is not None else ""
         raise BudgetExceededError(
-            f"{Path(path).name} needs {result.ram_bytes:,} bytes of RAM (arena {result.arena_bytes:,} + "
-            f"state {code.state_bytes:,}), over the budget of {options.ram_budget:,}; "
-            "use a smaller model or raise --ram-budget"
+            f"{source} needs {result.ram_bytes:,} bytes of RAM (arena {result.arena_bytes:,} + "
+            f"state {code.state_bytes:,}), over the budget of {options.ram_budget:,}{where}; "
+            "use a smaller model, try -O2 and the default planner, or raise --ram-budget"
         )
     if options.flash_budget is not None and code.weight_bytes > options.flash_budget:
+        from nn2c.ir.cost import weight_bytes
+
+        heavy = sorted(((weight_bytes(n), step, n.op) for step, n in enumerate(result.graph.nodes)),
+                       key=lambda x: (-x[0], x[1]))[:3]
+        names = ", ".join(f"op {step} {op} {size:,} B" for size, step, op in heavy if size)
         raise BudgetExceededError(
-            f"{Path(path).name} needs {code.weight_bytes:,} bytes of flash for weights, over the budget "
-            f"of {options.flash_budget:,}; use a smaller model or raise --flash-budget"
+            f"{source} needs {code.weight_bytes:,} bytes of flash for weights, over the budget "
+            f"of {options.flash_budget:,}" + (f"; largest: {names}" if names else "")
+            + "; use a smaller model or raise --flash-budget"
         )
-    return result
 
 
 def write_output(files: dict[str, str], out_dir: str | Path, force: bool = False) -> Path:

@@ -1,4 +1,8 @@
-"""The `nn2c` command: a thin layer over nn2c.api. Errors end as one line on stderr and an exit code."""
+"""The `nn2c` command: a thin layer over nn2c.api. Errors end as one line on stderr and an exit code.
+
+Output contract: results go to stdout (text, or one JSON document with --json); progress spinners,
+-v step timings and errors go to stderr. Spinners appear only on a terminal (nn2c.progress).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,93 @@ import functools
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
 
 from nn2c import __version__
 from nn2c.errors import NN2CError, UsageError
+from nn2c.progress import Progress
+
+EXIT_CODES = {
+    0: "success",
+    1: "other error",
+    2: "invalid model file",
+    3: "unsupported operator (named, with its index)",
+    4: "over --ram-budget / --flash-budget (names the operator at the peak)",
+    5: "C compiler, cross toolchain or built program failed",
+    6: "outputs differ from the reference runtime",
+    7: "bad usage (missing file, output folder exists, wrong option)",
+    130: "interrupted",
+}
+
+
+@dataclass
+class _Settings:
+    quiet: bool = False
+    verbose: int = 0
+
+
+def _settings() -> _Settings:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    if root is None or not isinstance(root.obj, _Settings):
+        return _Settings()
+    return root.obj
+
+
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        root = ctx.find_root()
+        root.obj = root.obj if isinstance(root.obj, _Settings) else _Settings()
+        root.obj.quiet = True
+
+
+def _set_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    if value:
+        root = ctx.find_root()
+        root.obj = root.obj if isinstance(root.obj, _Settings) else _Settings()
+        root.obj.verbose = max(root.obj.verbose, value)
+
+
+_QUIET_HELP = "Print only errors and the requested output (no progress, no summary lines)."
+_VERBOSE_HELP = "Say more on stderr: every step with its duration, and where the arena peaks."
+
+
+def _output_options(function):
+    """-q / -v on every subcommand too, so `nn2c compile -q ...` works as well as `nn2c -q compile ...`."""
+    function = click.option("-v", "--verbose", count=True, expose_value=False, callback=_set_verbose,
+                            help=_VERBOSE_HELP)(function)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet,
+                        help=_QUIET_HELP)(function)
+
+
+def _progress() -> Progress:
+    settings = _settings()
+    return Progress(quiet=settings.quiet, verbose=settings.verbose)
+
+
+def _say(text: str = "", nl: bool = True) -> None:
+    """A result line for a person (stdout); --quiet drops it."""
+    if not _settings().quiet:
+        click.echo(text, nl=nl)
+
+
+def _print_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
 
 
 def _one_line_errors(function):
@@ -23,8 +107,7 @@ def _one_line_errors(function):
         try:
             return function(*args, **kwargs)
         except NN2CError as exc:
-            click.echo(f"nn2c: error: {exc}".splitlines()[0] if "\n" not in str(exc)[:300] else
-                       f"nn2c: error: {str(exc).splitlines()[0]}", err=True)
+            click.echo(f"nn2c: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("nn2c: interrupted", err=True)
@@ -36,31 +119,43 @@ def _one_line_errors(function):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="nn2c")
-def main() -> None:
-    """nn2c: compile TensorFlow Lite models to standalone C for microcontrollers.
+_EXIT_HELP = "\n".join(f"  {code:<4d} {meaning}" for code, meaning in EXIT_CODES.items())
 
-    Exit codes: 0 success, 1 error, 2 invalid model, 3 unsupported operator, 4 over budget,
-    5 build or run failure, 6 verification mismatch, 7 bad usage.
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog="\b\nExit codes:\n" + _EXIT_HELP)
+@click.version_option(__version__, prog_name="nn2c", help="Print nn2c's version and exit.")
+@click.option("-q", "--quiet", is_flag=True, help=_QUIET_HELP)
+@click.option("-v", "--verbose", count=True, help=_VERBOSE_HELP)
+@click.pass_context
+def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
+    """nn2c: compile TensorFlow Lite and ONNX models to standalone C for microcontrollers.
+
+    Every command prints one JSON document on stdout with --json (verify: --json -);
+    progress and errors go to stderr. An error is one line starting with "nn2c: error:" and sets the exit code below.
     """
+    ctx.obj = _Settings(quiet=quiet, verbose=0 if quiet else verbose)
 
 
 @main.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Output folder for NAME.h, NAME.c, NAME_weights.c, kernels and main.c.")
+              help="Output folder: NAME.h, NAME.c, NAME_weights.c/.h, nn2c_kernels/, main.c, CMakeLists.txt, "
+                   "nn2c.mk, README.md.")
 @click.option("--name", default=None, help="C prefix and file stem (default: the model's file name).")
-@click.option("--ram-budget", type=int, default=None, help="Fail if static RAM exceeds this many bytes.")
-@click.option("--flash-budget", type=int, default=None, help="Fail if weights exceed this many bytes.")
+@click.option("--ram-budget", type=int, default=None,
+              help="Fail (exit 4) if static RAM (arena + state) exceeds this many bytes.")
+@click.option("--flash-budget", type=int, default=None, help="Fail (exit 4) if the weights exceed this many bytes.")
 @click.option("--force", is_flag=True, help="Replace a non-empty output folder.")
 @click.option("--planner", type=click.Choice(["exact", "greedy"]), default="exact", show_default=True,
               help="Arena planner: exact (ILP, optimal within the time limit) or greedy (TFLite Micro's).")
 @click.option("--no-inplace", is_flag=True, help="Keep every tensor in its own buffer (no output over input).")
 @click.option("-O", "opt_level", type=click.IntRange(0, 2), default=2, show_default=True,
               help="Graph optimisation level: 0 none, 1 safe clean-ups, 2 everything.")
-@click.option("--report", is_flag=True, help="Also write memory_plan.png and live_bytes.png into the output folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@click.option("--report", is_flag=True,
+              help="Also write report.html (self-contained) and report.md: per-layer table, memory plan, "
+                   "budgets, passes; plus memory_plan.png and live_bytes.png.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout instead of text.")
 @click.option("--nhwc-io", is_flag=True,
               help="ONNX models: take and return 3-D / 4-D tensors channels-last (no transposes at the edges).")
 @click.option("--passes-report", is_flag=True,
@@ -80,6 +175,7 @@ def main() -> None:
               help="Leave this operator type (e.g. SOFTMAX) or output tensor name in float; repeatable.")
 @click.option("--io", "io_dtype", type=click.Choice(["float", "int8"]), default="float", show_default=True,
               help="Quantized float models: keep float inputs/outputs, or expose the int8 tensors.")
+@_output_options
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
@@ -93,47 +189,119 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
                              inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype)
-    result = compile_model(model, options)
+    progress = _progress()
+    try:
+        result = compile_model(model, options, progress=progress.update)
+        progress.update(f"writing {out_dir}")
+        result.write(out_dir, force=force)
+        report_files: list[str] = []
+        if report:
+            from nn2c.report.html import write_report
+
+            progress.update("writing the report")
+            written = write_report(result, out_dir, ram_budget=ram_budget, flash_budget=flash_budget)
+            report_files = sorted(p.name for p in written)
+    finally:
+        progress.done()
     if passes_report and result.passes is not None and not as_json:
         from nn2c.passes.pipeline import format_report
 
-        click.echo(format_report(result.passes), nl=False)
-    result.write(out_dir, force=force)
-    if report:
-        from nn2c.report.memory_plot import plot_live_bytes, plot_plan
-
-        code = result.code
-        plot_plan(code.buffers, code.plan, code.inplace, result.name, Path(out_dir) / "memory_plan.png")
-        plot_live_bytes(code.buffers, code.plan, result.name, Path(out_dir) / "live_bytes.png")
+        _say(format_report(result.passes), nl=False)
     plan = result.code.plan
-    summary = {
-        "model": str(model), "name": result.name, "output": str(out_dir),
+    summary: dict[str, Any] = {
+        "model": str(model), "name": result.name, "output": str(out_dir), "target": target,
         "operators": len(result.graph.nodes), "arena_bytes": plan.arena_bytes,
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
-        "weight_bytes": result.code.weight_bytes, "files": sorted(result.files),
+        "ram_bytes": result.ram_bytes, "weight_bytes": result.code.weight_bytes, "planner": plan.planner,
+        "inplace_operators": len(result.code.inplace), "files": sorted(result.files),
     }
+    if report:
+        summary["report_files"] = report_files
     if passes_report and result.passes is not None:
         from nn2c.passes.pipeline import report_dict
 
         summary["passes"] = report_dict(result.passes)
+    if result.quant is not None:
+        from nn2c.report.html import quant_dict
+
+        summary["quantization"] = quant_dict(result.quant)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        _print_json(summary)
         return
     ratio = plan.arena_bytes / plan.lower_bound if plan.lower_bound else 1.0
-    click.echo(f"compiled {model} -> {out_dir}/{result.name}.c ({len(result.graph.nodes)} operators)")
-    click.echo(f"  arena {plan.arena_bytes:,} B (lower bound {plan.lower_bound:,} B, ratio {ratio:.2f}), "
-               f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
+    _say(f"compiled {model} -> {out_dir}/{result.name}.c ({len(result.graph.nodes)} operators)")
+    _say(f"  arena {plan.arena_bytes:,} B (lower bound {plan.lower_bound:,} B, ratio {ratio:.2f}), "
+         f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
+    worst = getattr(result.quant, "output_sqnr_db", None)
+    if worst is not None:
+        _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")
+    if report:
+        _say(f"  report: {Path(out_dir) / 'report.html'}")
+    if _settings().verbose and result.quant is not None:
+        progress.detail(str(result.quant).rstrip("\n"))
+    if _settings().verbose:
+        from nn2c.report.layers import peak
+
+        top = peak(result)
+        if top is not None:
+            progress.detail(f"nn2c: arena {top.describe(limit=8)}")
+
+
+def _tensor_json(value) -> dict[str, Any]:
+    t = value.type
+    spec: dict[str, Any] = {"name": value.name, "dtype": t.dtype, "shape": list(t.shape), "bytes": t.num_bytes}
+    if value.is_constant:
+        spec["constant"] = True
+    if value.is_variable:
+        spec["state"] = True
+    if t.quant is not None:
+        if t.quant.per_channel:
+            spec["quantization"] = {"axis": t.quant.axis, "channels": len(t.quant.scale)}
+        else:
+            spec["quantization"] = {"scale": float(t.quant.scale[0]), "zero_point": int(t.quant.zero_point[0])}
+    return spec
+
+
+def _inspect_json(graph) -> dict[str, Any]:
+    from nn2c.ir.cost import macs, weight_bytes
+
+    layers = [{
+        "step": step, "index": node.index, "op": node.op, "name": node.name,
+        "attributes": {k: node.attrs[k] for k in sorted(node.attrs)},
+        "inputs": [_tensor_json(v) if v is not None else None for v in node.inputs],
+        "outputs": [_tensor_json(v) for v in node.outputs],
+        "macs": macs(node), "weight_bytes": weight_bytes(node),
+    } for step, node in enumerate(graph.nodes)]
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        counts[node.op] = counts.get(node.op, 0) + 1
+    return {
+        "graph": graph.name, "inputs": [_tensor_json(v) for v in graph.inputs],
+        "outputs": [_tensor_json(v) for v in graph.outputs], "operators": len(graph.nodes),
+        "operator_counts": dict(sorted(counts.items())), "macs": sum(x["macs"] for x in layers),
+        "weight_bytes": sum(x["weight_bytes"] for x in layers), "layers": layers,
+    }
 
 
 @main.command()
 @click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the graph as JSON: inputs, outputs and per layer the operator, attributes, tensor "
+                   "shapes, dtypes, quantization, MACs and weight bytes.")
+@click.option("--nhwc-io", is_flag=True, help="ONNX models: show the graph with channels-last inputs/outputs.")
+@_output_options
 @_one_line_errors
-def inspect(model) -> None:
-    """Print MODEL's graph: shapes, quantization, MACs and weight bytes per operator."""
+def inspect(model, as_json, nhwc_io) -> None:
+    """Print MODEL's graph: shapes, quantization, MACs and weight bytes per operator (as imported, before passes)."""
     from nn2c.api import load_model
     from nn2c.ir import dump
 
-    click.echo(dump(load_model(model)), nl=False)
+    with _progress().step("reading the model"):
+        graph = load_model(model, nhwc_io=nhwc_io)
+    if as_json:
+        _print_json(_inspect_json(graph))
+    else:
+        click.echo(dump(graph), nl=False)
 
 
 @main.command()
@@ -144,14 +312,22 @@ def inspect(model) -> None:
               help="Where to write the outputs (.npz with arrays output_0, output_1, ...).")
 @click.option("--model", "model", type=click.Path(dir_okay=False, exists=True), default=None,
               help="The model the folder was compiled from (default: read the shapes from the folder).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON summary (output file, and per output its name, dtype and shape) on stdout.")
+@_output_options
 @_one_line_errors
-def run(out_dir, inputs, output, model) -> None:
+def run(out_dir, inputs, output, model, as_json) -> None:
     """Build the compiled folder OUT_DIR with the host C compiler and run it on .npy inputs."""
     from nn2c.verify.runner import run_folder
 
-    outputs = run_folder(Path(out_dir), [np.load(p) for p in inputs])
+    with _progress().step("building with the host C compiler and running"):
+        outputs = run_folder(Path(out_dir), [np.load(p) for p in inputs])
     np.savez(output, **{f"output_{i}": a for i, a in enumerate(outputs)})  # type: ignore[arg-type]
-    click.echo(f"wrote {len(outputs)} output(s) to {output}")
+    if as_json:
+        _print_json({"folder": str(out_dir), "output_file": str(output), "outputs": [
+            {"name": f"output_{i}", "dtype": str(a.dtype), "shape": list(a.shape)} for i, a in enumerate(outputs)]})
+        return
+    _say(f"wrote {len(outputs)} output(s) to {output}")
 
 
 @main.command()
@@ -159,7 +335,8 @@ def run(out_dir, inputs, output, model) -> None:
 @click.option("--inputs", "count", type=int, default=3, show_default=True, help="Number of seeded random inputs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the comparison as JSON to this file ('-' for stdout).")
+              help="Also write the comparison as JSON to this file ('-' for stdout, instead of the text).")
+@_output_options
 @_one_line_errors
 def verify(model, count, seed, json_path) -> None:
     """Compile, build and run MODEL on seeded inputs; compare every output with the reference runtimes.
@@ -169,29 +346,31 @@ def verify(model, count, seed, json_path) -> None:
     """
     from nn2c.errors import VerificationError
 
-    if Path(model).suffix.lower() == ".onnx":
-        from nn2c.verify.onnx_oracle import verify_onnx
+    with _progress().step(f"compiling, building and running {count} input(s) against the reference runtimes"):
+        if Path(model).suffix.lower() == ".onnx":
+            from nn2c.verify.onnx_oracle import verify_onnx
 
-        report = verify_onnx(model, count=count, seed=seed)
-    else:
-        from nn2c.verify.compare import verify_model
+            report = verify_onnx(model, count=count, seed=seed)
+        else:
+            from nn2c.verify.compare import verify_model
 
-        report = verify_model(model, count=count, seed=seed)
+            report = verify_model(model, count=count, seed=seed)
     if json_path != "-":
         for c in report.comparisons:
             status = "bit-exact" if c.max_abs_diff == 0 else ("within tolerance" if c.mismatches == 0 else "MISMATCH")
             if c.reference != report.judge:
                 status += f" (informational: {report.judge} is the reference)"
-            click.echo(f"{c.reference:6s} output {c.output} ({c.elements} values over {report.records} inputs): "
-                       f"max abs diff {c.max_abs_diff:g}, max rel diff {c.max_rel_diff:.3g} -> {status}")
+            line = (f"{c.reference:6s} output {c.output} ({c.elements} values over {report.records} inputs): "
+                    f"max abs diff {c.max_abs_diff:g}, max rel diff {c.max_rel_diff:.3g} -> {status}")
+            click.echo(line) if c.mismatches else _say(line)
         for ref, why in report.skipped.items():
-            click.echo(f"{ref:6s} could not run this model: {why}")
+            _say(f"{ref:6s} could not run this model: {why}")
     if json_path:
         payload = json.dumps({
             "model": report.model, "inputs": report.records, "arena_bytes": report.arena_bytes,
             "passed": report.passed(), "skipped": report.skipped,
             "comparisons": [c.__dict__ for c in report.comparisons],
-        }, indent=2)
+        }, indent=2, default=_json_default)
         if json_path == "-":
             click.echo(payload)
         else:
@@ -210,8 +389,11 @@ def verify(model, count, seed, json_path) -> None:
 @click.option("--top", type=click.IntRange(0, None), default=10, show_default=True,
               help="Layers to list in the profile (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write report.html / report.md into this folder, with the measured instructions per layer.")
+@_output_options
 @_one_line_errors
-def bench(model, target, count, seed, top, as_json) -> None:
+def bench(model, target, count, seed, top, as_json, report_dir) -> None:
     """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions.
 
     Checks the outputs against TFLM bit for bit and reports instructions per inference and per
@@ -221,10 +403,26 @@ def bench(model, target, count, seed, top, as_json) -> None:
     from nn2c.errors import VerificationError
     from nn2c.targets.cortexm_bench import bench_model, format_report
 
-    report = bench_model(model, target=target, count=count, seed=seed)
+    progress = _progress()
+    with progress.step(f"cross-building for {target} and running {count} input(s) in QEMU"):
+        report = bench_model(model, target=target, count=count, seed=seed)
+    if report_dir is not None:
+        from nn2c.api import CompileOptions, compile_model
+        from nn2c.report.html import write_report
+
+        with progress.step("writing the report"):
+            # the same compile bench_model did (deterministic), kept for the layer table
+            result = compile_model(model, CompileOptions(target=target))
+            write_report(result, report_dir, instructions={x.index: x.instructions for x in report.layers})
     if as_json:
-        click.echo(json.dumps(report.as_dict(top=top or None), indent=2))
+        payload = report.as_dict(top=top or None)
+        if report_dir is not None:
+            payload["report_files"] = [str(Path(report_dir) / f) for f in ("report.html", "report.md")]
+        _print_json(payload)
     else:
-        click.echo(format_report(report, top=top or len(report.layers)))
+        text = format_report(report, top=top or len(report.layers))
+        click.echo(text) if not report.passed() else _say(text)
+        if report_dir is not None:
+            _say(f"  report: {Path(report_dir) / 'report.html'}")
     if not report.passed():
         raise VerificationError(f"{model}: Cortex-M outputs differ from the reference runtime (see above)")

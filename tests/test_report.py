@@ -1,0 +1,161 @@
+"""`nn2c compile --report`: report.html (checked in a real headless Chromium) and report.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nn2c import CompileOptions, compile_model
+from nn2c.cli import main
+from nn2c.ir.cost import macs
+from nn2c.report.html import collect, render_html, render_markdown
+from nn2c.report.layers import layer_table, peak
+from tests.conftest import model_path
+
+KWS = model_path("mlcommons_tiny/kws_ref_model.tflite")
+CHROMIUM = os.environ.get("NN2C_CHROMIUM", "/usr/bin/chromium")
+# screenshots for a person to look at (gitignored); CI keeps the folder as an artifact if it wants
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def _compile_with_report(tmp_path: Path, *extra: str) -> tuple[Path, dict]:
+    out = tmp_path / "kws"
+    result = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(out), "--name", "kws", "--report", "--json",
+                                       *extra])
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout)
+
+
+def _browser():
+    """Playwright driving Debian's chromium (no browser download); skip loudly if either is missing."""
+    if not Path(CHROMIUM).is_file() and shutil.which("chromium") is None:
+        pytest.skip(f"SKIPPED LOUDLY: no chromium at {CHROMIUM}; CI installs the apt packages chromium and "
+                    "chromium-driver (set NN2C_CHROMIUM to another binary)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("SKIPPED LOUDLY: the playwright Python package is not installed (pip install playwright)")
+    return sync_playwright, CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium")
+
+
+def test_report_renders_in_headless_chromium(tmp_path):
+    sync_playwright, chromium = _browser()
+    out, summary = _compile_with_report(tmp_path, "--ram-budget", "65536", "--flash-budget", "65536")
+    html_path = out / "report.html"
+    assert html_path.is_file() and (out / "report.md").is_file()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            failed: list[str] = []
+            page.on("requestfailed", lambda request: failed.append(request.url))
+            page.goto(html_path.as_uri())
+            page.wait_for_load_state("load")
+            assert page.title() == "nn2c report: kws"
+            assert page.inner_text("#arena-bytes") == f"{summary['arena_bytes']:,}"
+            assert page.inner_text("#operator-count") == str(summary["operators"])
+            assert page.inner_text("#weight-bytes") == f"{summary['weight_bytes']:,}"
+            assert "65,536 B budget" in page.inner_text("body")
+            for image in ("#memory-plan", "#live-bytes"):
+                width, height = page.evaluate(
+                    f"[document.querySelector('{image}').naturalWidth, document.querySelector('{image}').naturalHeight]")
+                assert width > 100 and height > 100, image
+            rows = page.eval_on_selector_all("#layers tbody tr", "rows => rows.length")
+            assert rows == summary["operators"]
+            assert page.eval_on_selector_all("#layers tbody tr.peak", "rows => rows.length") == 1
+            # sorting by MACs puts the biggest layer first
+            page.click("#layers th:nth-child(5)")
+            page.click("#layers th:nth-child(5)")
+            first = page.inner_text("#layers tbody tr:first-child td:nth-child(5)")
+            assert first == "512,000"
+            assert failed == []  # self-contained: nothing fetched
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report_kws.png"), full_page=True)
+            page.screenshot(path=str(tmp_path / "report_kws.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "report_kws.png").stat().st_size > 10_000
+
+
+def test_report_is_deterministic_and_self_contained(tmp_path):
+    a, _ = _compile_with_report(tmp_path / "a")
+    b, _ = _compile_with_report(tmp_path / "b")
+    for file_name in ("report.html", "report.md", "memory_plan.png", "live_bytes.png"):
+        assert (a / file_name).read_bytes() == (b / file_name).read_bytes(), file_name
+    html = (a / "report.html").read_text(encoding="ascii")
+    assert str(tmp_path) not in html and "http://" not in html and "https://" not in html
+    assert html.count("data:image/png;base64,") == 2
+
+
+def test_layer_table_matches_the_compiled_model():
+    result = compile_model(KWS)
+    layers = layer_table(result)
+    assert [layer.op for layer in layers] == [n.op for n in result.graph.nodes]
+    assert sum(layer.macs for layer in layers) == sum(macs(n) for n in result.graph.nodes)
+    assert sum(layer.inplace for layer in layers) == len(result.code.inplace) == 8
+    assert [layer.op for layer in layers if layer.aliased] == ["RESHAPE"]
+    for layer in layers:
+        assert layer.offset is not None and layer.offset + layer.size <= result.arena_bytes
+        assert layer.arena_top <= result.arena_bytes
+    top = peak(result)
+    assert top is not None and top.arena_top == result.arena_bytes
+    assert top.describe().startswith(f"peak at op {top.step} {top.op} (tensors ")
+
+
+def test_markdown_report_and_pass_figures():
+    result = compile_model(model_path("tflite_micro/person_detect.tflite"), CompileOptions(opt_level=2))
+    data = collect(result, ram_budget=1000, images=False)
+    md = render_markdown(data)
+    assert "OVER BUDGET" in md and f"| arena bytes (RAM) | {result.arena_bytes:,} |" in md
+    assert "## Layers" in md and md.count("\n| ") > len(result.graph.nodes)
+    if result.passes is not None:
+        assert f"{result.passes.ops_before} operators -> {result.passes.ops_after}" in md
+
+
+class _FakeQuantReport:
+    def as_dict(self) -> dict:
+        return {"method": "mse", "mean_sqnr_db": 31.25,
+                "tensors": [{"name": "conv1", "sqnr_db": 35.5}, {"name": "fc", "sqnr_db": 27.0}]}
+
+
+def test_quantization_section_when_the_model_was_quantized():
+    result = compile_model(model_path("mlcommons_tiny/ad01_int8.tflite"))
+    assert "Quantization" not in render_html(collect(result, images=False))
+    result.quant = _FakeQuantReport()
+    page = render_html(collect(result, images=False))
+    assert 'id="quantization"' in page and "conv1" in page and "35.5" in page and "31.25" in page
+    assert "## Quantization" in render_markdown(collect(result, images=False))
+
+
+def test_budget_error_names_the_layers_at_the_peak(tmp_path):
+    result = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(tmp_path / "out"), "--ram-budget", "1000"])
+    assert result.exit_code == 4
+    message = result.stderr.strip()
+    assert "\n" not in message and "budget of 1,000" in message and "--ram-budget" in message
+    assert "peak at op" in message and "DEPTHWISE_CONV_2D" in message and "functional_1/activation" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_quantized_compile_reports_sqnr(tmp_path):
+    model = model_path("onnx/cnn_float.onnx")
+    try:
+        import nn2c.quant.ptq  # noqa: F401
+    except ImportError:
+        pytest.skip("SKIPPED LOUDLY: nn2c.quant.ptq (post-training quantization) is not in this tree")
+    if not model.is_file():
+        pytest.skip(f"SKIPPED LOUDLY: {model} is missing")
+    import numpy as np
+
+    np.save(tmp_path / "calibration.npy", np.random.default_rng(0).standard_normal((8, 1, 3, 16, 16)).astype(np.float32))
+    result = CliRunner().invoke(main, ["compile", str(model), "-o", str(tmp_path / "out"), "--quantize", "int8",
+                                       "--calibration", str(tmp_path / "calibration.npy"), "--report", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["quantization"]["tensors"]
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="quantization"' in html and "sqnr_db" in html
