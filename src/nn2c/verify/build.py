@@ -23,7 +23,8 @@ def c_compiler() -> str:
 
 
 def c_sources(out_dir: Path) -> list[str]:
-    return sorted(str(p) for p in out_dir.rglob("*.c"))
+    """The folder's own C files and its kernels; not a user's build tree inside it (CMake's probes)."""
+    return sorted(str(p) for p in [*out_dir.glob("*.c"), *(out_dir / "nn2c_kernels").glob("*.c")])
 
 
 def build(out_dir: str | Path, exe: str | Path | None = None, extra_flags: list[str] | None = None,
