@@ -177,8 +177,16 @@ def _output_perm(node: Node, perm: list[int], out: Value) -> list[int]:
     return perm
 
 
+def _pad_feeds_window_op(node: Node) -> bool:
+    """A PAD read only by convolutions / pools is folded into them (fuse-pad) where it stands: moving
+    the transpose below it would separate the two and keep a padded copy of the tensor alive."""
+    readers = node.outputs[0].users if node.outputs else []
+    return node.op in ("PAD", "PADV2") and bool(readers) and all(
+        r.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D") for r in readers)
+
+
 def _sink(graph: Graph, node: Node, result: PassResult) -> bool:
-    if node.op not in SINKABLE or not node.outputs:
+    if node.op not in SINKABLE or not node.outputs or _pad_feeds_window_op(node):
         return False
     perm = _common_perm(graph, node)
     if perm is None:
