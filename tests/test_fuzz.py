@@ -1,15 +1,23 @@
-"""Bounded fuzz campaign on mutated real models: every input compiles or ends in one nn2c error.
+"""Bounded fuzz campaigns on mutated real models: every input compiles or ends in one nn2c error.
 
-No traceback, no hang (30 s per input), no MemoryError. A longer campaign is bench/fuzz.py.
+No traceback, no hang (30 s per input), no MemoryError; 60 s of TFLite mutants and 60 s of ONNX
+mutants (the two tests run in parallel under -n 2). A longer campaign is bench/fuzz.py. The
+regression tests below are the bugs the ONNX campaign found, each reduced to one edit of a seed.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from nn2c.api import compile_model
+from nn2c.errors import InvalidModelError, NN2CError, UnsupportedOpError
 from nn2c.fuzz.campaign import run_campaign
 from nn2c.fuzz.tflite_mutator import locate_fields, mutate
 from tests.conftest import model_path
@@ -22,13 +30,49 @@ FUZZ_MODELS = [
     "mlcommons_tiny/kws_ref_model.tflite",
     "tflite_micro/micro_speech_quantized.tflite",
 ]
+ONNX_SEEDS = ["onnx/cnn_float.onnx", "onnx/audio_conv1d.onnx", "onnx/qdq_int8.onnx"]
+
+
+def _assert_clean(result, fmt: str, min_inputs: int) -> None:
+    assert result.inputs > min_inputs, "the campaign ran too few inputs to mean anything"
+    assert result.failures == [], "\n".join(result.failures[:20])
+    assert result.hangs == result.memory_errors == result.tracebacks == 0
+    assert result.compiled + result.rejected == result.inputs
+    share = result.formats[fmt]
+    assert share.inputs == result.inputs
+    assert share.compiled > 0, "no mutant compiled: the mutations never get past the parser"
+    assert share.rejected > 0
 
 
 def test_fuzz_campaign_has_no_crash_hang_or_traceback():
     result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=60, seed=2026)
-    assert result.inputs > 200, "the campaign ran too few inputs to mean anything"
-    assert result.failures == [], "\n".join(result.failures[:20])
-    assert result.compiled + sum(result.errors.values()) == result.inputs
+    _assert_clean(result, "tflite", 200)
+
+
+def test_fuzz_campaign_onnx_has_no_crash_hang_or_traceback():
+    pytest.importorskip("onnx", reason="SKIPPED LOUDLY: the onnx package is not installed (pip install nn2c[test])")
+    result = run_campaign([model_path(m) for m in ONNX_SEEDS], seconds=60, seed=2026)
+    _assert_clean(result, "onnx", 500)
+    assert result.errors["InvalidModelError"] > 0 and result.errors["UnsupportedOpError"] > 0
+
+
+def test_campaign_reports_per_format_and_keeps_failing_mutants(tmp_path, monkeypatch):
+    import nn2c.api
+
+    def broken(path, options=None):
+        if Path(path).suffix == ".onnx":
+            raise KeyError("planted")
+        return compile_model(path, options)
+
+    monkeypatch.setattr(nn2c.api, "compile_model", broken)
+    result = run_campaign([model_path("tflite_micro/hello_world_int8.tflite"), model_path(ONNX_SEEDS[1])],
+                          seconds=3, seed=1, keep_failures=tmp_path / "kept")
+    assert set(result.formats) == {"tflite", "onnx"}
+    assert result.formats["onnx"].tracebacks == result.formats["onnx"].inputs > 0
+    assert result.formats["tflite"].failures == []
+    kept = sorted((tmp_path / "kept").iterdir())
+    assert len(kept) == result.formats["onnx"].inputs and all(p.suffix == ".onnx" for p in kept)
+    assert "KeyError at test_fuzz.py" in result.failures[0] and str(kept[0]) in result.failures[0]
 
 
 def test_mutator_reaches_every_field_kind():
@@ -38,13 +82,36 @@ def test_mutator_reaches_every_field_kind():
             "op.outputs", "op.opcode_index", "opcode.version"} <= kinds
 
 
-def test_cli_on_mutants_prints_one_line(tmp_path):
-    data = model_path("mlcommons_tiny/ad01_int8.tflite").read_bytes()
-    fields = locate_fields(data)
+def test_onnx_mutator_applies_every_mutation_kind():
+    pytest.importorskip("onnx")
+    from nn2c.fuzz import onnx_mutator
+
+    data = model_path("onnx/qdq_int8.onnx").read_bytes()
+    model = onnx_mutator.prepare(data)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(400):
+        _, what = onnx_mutator.mutate(data, rng, model)
+        seen.update(part.split(":")[0] for part in what.split("; "))
+    assert set(onnx_mutator.MUTATIONS) <= seen
+    assert any(s.startswith("truncated") for s in seen) and any(s.endswith("random bytes") for s in seen)
+
+
+@pytest.mark.parametrize("seed,suffix,mutator", [("mlcommons_tiny/ad01_int8.tflite", ".tflite", "tflite"),
+                                                 ("onnx/qdq_int8.onnx", ".onnx", "onnx")])
+def test_cli_on_mutants_prints_one_line(tmp_path, seed, suffix, mutator):
+    data = model_path(seed).read_bytes()
     rng = np.random.default_rng(5)
-    for k in range(6):
-        mutant, _ = mutate(data, rng, fields)
-        path = tmp_path / f"m{k}.tflite"
+    if mutator == "tflite":
+        fields = locate_fields(data)
+        mutants = [mutate(data, rng, fields)[0] for _ in range(6)]
+    else:
+        from nn2c.fuzz import onnx_mutator
+
+        model = onnx_mutator.prepare(data)
+        mutants = [onnx_mutator.mutate(data, rng, model)[0] for _ in range(6)]
+    for k, mutant in enumerate(mutants):
+        path = tmp_path / f"m{k}{suffix}"
         path.write_bytes(mutant)
         out = tmp_path / f"out{k}"
         result = subprocess.run([sys.executable, "-m", "nn2c", "compile", str(path), "-o", str(out)],
@@ -55,3 +122,164 @@ def test_cli_on_mutants_prints_one_line(tmp_path):
             assert not out.exists()
         else:
             assert (out / f"m{k}.c").is_file()
+
+
+# --- regressions: the ONNX fuzzer's findings, each one edit of a seed --------------------------------
+def _edited(tmp_path: Path, seed: str, edit: Callable[[object], None]) -> Path:
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(model_path(f"onnx/{seed}.onnx"))
+    edit(model)
+    path = tmp_path / f"{seed}_edited.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _init(model, name: str):
+    return next(t for t in model.graph.initializer if t.name == name)
+
+
+def _node(model, name: str):
+    return next(n for n in model.graph.node if n.name == name)
+
+
+def _set(model, name: str, array) -> None:
+    from onnx import numpy_helper
+
+    _init(model, name).CopyFrom(numpy_helper.from_array(np.asarray(array), name))
+
+
+def _set_attr(model, node: str, attr: str, value) -> None:
+    from onnx import helper
+
+    n = _node(model, node)
+    for a in list(n.attribute):
+        if a.name == attr:
+            n.attribute.remove(a)
+    if value is not None:
+        n.attribute.append(helper.make_attribute(attr, value))
+
+
+def _huge_constant_of_shape(model) -> None:
+    from onnx import helper, numpy_helper
+
+    model.graph.initializer.append(numpy_helper.from_array(np.array([2**31 - 1, 2**31 - 1], np.int64), "huge"))
+    model.graph.node.insert(9, helper.make_node("ConstantOfShape", ["huge"], ["filled"], name="fill"))
+    _node(model, "gemm_10").input[2] = "filled"
+
+
+REGRESSIONS = [
+    # (id, seed, edit, error, words in the message); each was a traceback, a MemoryError or a hang
+    ("initializer dims disagree with data (ValueError in numpy_helper)", "cnn_float",
+     lambda m: _init(m, "bn1.gamma").ClearField("dims"), InvalidModelError, ["initializer 'bn1.gamma'", "dims []"]),
+    ("initializer raw_data one byte too long (ValueError)", "cnn_float",
+     lambda m: setattr(_init(m, "bn1.var"), "raw_data", _init(m, "bn1.var").raw_data + b"\0"), InvalidModelError,
+     ["initializer 'bn1.var'", "does not match"]),
+    ("initializer of type uint16 (internal _NodeError escaped)", "cnn_float",
+     lambda m: _set(m, "conv1.b", np.zeros(8, np.uint16)), UnsupportedOpError, ["initializer 'conv1.b'", "uint16"]),
+    ("input dimension 2**40 (OverflowError)", "audio_conv1d",
+     lambda m: setattr(m.graph.input[0].type.tensor_type.shape.dim[2], "dim_value", 2**40), InvalidModelError,
+     ["'audio'", "corrupt"]),
+    ("input dimension 2**31-1 (MemoryError)", "cnn_float",
+     lambda m: setattr(m.graph.input[0].type.tensor_type.shape.dim[2], "dim_value", 2**31 - 1), InvalidModelError,
+     ["'input'", "corrupt"]),
+    ("ConstantOfShape of 2**62 elements (MemoryError)", "cnn_float", _huge_constant_of_shape, UnsupportedOpError,
+     ["ONNX node #9 'fill' (ConstantOfShape)", "byte constant"]),
+    ("QuantizeLinear with no scale (IndexError in passes/qdq.py)", "qdq_int8",
+     lambda m: _set(m, "gap_scale", np.zeros(0, np.float32)), InvalidModelError,
+     ["'gap_QuantizeLinear'", "0 scales"]),
+    ("64 zero points for 8 scales (ValueError in passes/qdq.py)", "qdq_int8",
+     lambda m: _set(m, "ConvBnFusion_BN_B_bn1.beta_quantized_zero_point", np.zeros(64, np.int32)), InvalidModelError,
+     ["8 scales and 64 zero points"]),
+    ("per-channel scales on the wrong axis (ValueError in passes/qdq.py)", "qdq_int8",
+     lambda m: _set_attr(m, "fc.w_DequantizeLinear", "axis", None), InvalidModelError,
+     ["'fc.w_DequantizeLinear'", "4 per-channel scales do not match axis 1 of shape [4, 8]"]),
+    ("quantization axis out of range (silently wrapped to axis 0)", "qdq_int8",
+     lambda m: _set_attr(m, "ConvBnFusion_W_conv1.w_DequantizeLinear", "axis", 4), InvalidModelError,
+     ["do not match axis 4 of shape [8, 3, 3, 3]"]),
+    ("Conv bias of shape [8, 1] (ValueError in passes/qdq.py)", "qdq_int8",
+     lambda m: _init(m, "ConvBnFusion_BN_B_bn1.beta_quantized").dims.append(1), InvalidModelError,
+     ["'conv_0' (Conv)", "bias of shape [8, 1]"]),
+    ("BatchNormalization with a negative variance (NaN weights)", "cnn_float",
+     lambda m: _set(m, "bn1.var", -np.ones(8, np.float32)), InvalidModelError, ["variance + epsilon must be positive"]),
+    ("DequantizeLinear of float weights (NaN cast to int8)", "qdq_int8",
+     lambda m: _set(m, "ConvBnFusion_W_conv1.w_quantized", np.ones((8, 3, 3, 3), np.float32)), InvalidModelError,
+     ["DequantizeLinear of a float32 tensor"]),
+]
+
+
+@pytest.mark.parametrize("seed,edit,error,words", [r[1:] for r in REGRESSIONS], ids=[r[0] for r in REGRESSIONS])
+def test_fuzzer_finding_is_one_clean_error(tmp_path, seed, edit, error, words):
+    path = _edited(tmp_path, seed, edit)
+    with pytest.raises(error) as info:
+        compile_model(path)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_non_utf8_node_name_is_rejected(tmp_path):
+    """A flipped byte in a node name: protobuf hands out bytes, which reached the C writer (TypeError)."""
+    data = model_path("onnx/cnn_float.onnx").read_bytes()
+    assert data.count(b"globalaveragepool_8") == 1
+    path = tmp_path / "flipped.onnx"
+    path.write_bytes(data.replace(b"globalaveragepool_8", b"globalaverage\x88ool_8"))
+    with pytest.raises(InvalidModelError, match="the name of node #8 is not valid UTF-8"):
+        compile_model(path)
+
+
+def test_absurd_declared_shape_is_rejected_before_shape_inference(tmp_path):
+    """value_info declaring a 2**31-element tensor: ONNX shape inference ran for minutes (a hang)."""
+    from onnx import TensorProto, helper
+
+    def edit(model):
+        model.graph.value_info.append(helper.make_tensor_value_info("bn1", TensorProto.INT32, [2**31 - 1]))
+        _node(model, "reshape_9").op_type = "QuantizeLinear"
+
+    path = _edited(tmp_path, "cnn_float", edit)
+    start = time.monotonic()
+    with pytest.raises(InvalidModelError, match="tensor 'bn1' is declared with shape"):
+        compile_model(path)
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("location", ["weights.bin", "../outside.bin", "/etc/passwd", "model.onnx"])
+@pytest.mark.parametrize("where", ["initializer", "Constant node"])
+def test_external_data_is_never_read(tmp_path, monkeypatch, location, where):
+    """Tensors whose data is in another file are refused, even when that file exists next to the model
+    or in the working directory (the onnx checker and numpy_helper resolve it from the working directory)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    weights = np.ones(8, np.float32).tobytes()
+    for place in (folder / "weights.bin", tmp_path / "outside.bin", tmp_path / "weights.bin"):
+        place.write_bytes(weights)
+    monkeypatch.chdir(folder)
+
+    def edit(model):
+        if where == "initializer":
+            tensor = _init(model, "conv1.b")
+        else:
+            _init(model, "conv1.b").name = "unused"
+            model.graph.node.insert(0, helper.make_node("Constant", [], ["conv1.b"], name="const",
+                                                        value=helper.make_tensor("v", 1, [8], np.zeros(8))))
+            tensor = model.graph.node[0].attribute[0].t
+        tensor.ClearField("raw_data")
+        tensor.ClearField("float_data")
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", "0"), ("length", str(len(weights)))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+
+    path = _edited(tmp_path, "cnn_float", edit).rename(folder / "model.onnx")
+    with pytest.raises(InvalidModelError, match="external file, which nn2c does not read"):
+        compile_model(path)
+
+
+def test_onnx_seeds_compile():
+    pytest.importorskip("onnx")
+    for seed in ONNX_SEEDS:
+        try:
+            compile_model(model_path(seed))
+        except NN2CError as exc:  # pragma: no cover - the message is the failure
+            pytest.fail(f"{seed}: {exc}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,11 @@ NCHW_TO_NHWC = (0, 2, 3, 1)
 NHWC_TO_NCHW = (0, 3, 1, 2)
 NCW_TO_NWC = (0, 2, 1)
 FLOAT_LOWEST = float(np.finfo(np.float32).min)
+# no microcontroller model has a 1 GiB tensor: a larger one is a corrupt or hostile shape (as in
+# the TFLite frontend); constants the importer computes itself (ConstantOfShape, folded shape
+# arithmetic) are capped lower, since they end up as C arrays in the weights file
+MAX_TENSOR_BYTES = 1 << 30
+MAX_COMPUTED_CONSTANT_BYTES = 64 << 20
 
 # ONNX TensorProto element type -> IR dtype (float64 / float16 constants are narrowed to float32)
 _DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
@@ -104,7 +109,9 @@ class _Converter:
         return name
 
     def new(self, name: str, dtype: str, shape: Sequence[int], quant: QuantParams | None = None) -> Value:
-        return Value(self.unique(name), TensorType(dtype, tuple(int(d) for d in shape), quant))
+        ttype = TensorType(dtype, tuple(int(d) for d in shape), quant)
+        _check_size(name, ttype)
+        return Value(self.unique(name), ttype)
 
     def const(self, array: np.ndarray, name: str, quant: QuantParams | None = None) -> Value:
         array = np.asarray(array)
@@ -113,7 +120,9 @@ class _Converter:
         dtype = {np.dtype(np.bool_): "bool"}.get(array.dtype, str(array.dtype))
         if dtype not in ("float32", "int8", "uint8", "int16", "int32", "int64", "bool"):
             raise _unsupported(f"constant {name!r} has type {array.dtype}")
-        return Value(self.unique(name), TensorType(dtype, tuple(array.shape), quant), data=array.copy())
+        ttype = TensorType(dtype, tuple(array.shape), quant)
+        _check_size(name, ttype)
+        return Value(self.unique(name), ttype, data=array.copy())
 
     def int32(self, values: Sequence[int] | np.ndarray, name: str) -> Value:
         return self.const(np.asarray(values, dtype=np.int32), name)
@@ -139,6 +148,8 @@ class _Converter:
         producer = value.producer
         if producer is None or producer.op not in SUPPORTED_OPS or producer.op in ("QUANTIZE", "DEQUANTIZE"):
             return None
+        if sum(v.type.num_bytes for v in producer.outputs) > MAX_COMPUTED_CONSTANT_BYTES:
+            return None  # not worth computing at import time (and it would not be folded later either)
         arrays: list[np.ndarray | None] = []
         for v in producer.inputs:
             if v is None:
@@ -254,6 +265,14 @@ class _Converter:
         if tuple(shape) != value.type.shape:
             value = self.reshape(value, shape, f"{name}/r")
         return self.transpose(value, perm, name)
+
+
+def _check_size(name: str, ttype: TensorType) -> None:
+    if any(d < 0 for d in ttype.shape):
+        raise _invalid(f"tensor {name!r} has a negative dimension in its shape {list(ttype.shape)}")
+    if ttype.num_bytes > MAX_TENSOR_BYTES:
+        raise _invalid(f"tensor {name!r} of shape {list(ttype.shape)} would need {ttype.num_bytes:,} bytes; the shape "
+                       "is corrupt (nn2c compiles for microcontrollers)")
 
 
 # --- quantization helpers ----------------------------------------------------------------------
@@ -390,6 +409,8 @@ def _conv(c: _Converter, node: Any, a: dict[str, Any]) -> None:
         weights = c.relayout(w, w4, (0, 2, 3, 1), f"{name}/weights")  # [O, kH, kW, I/group]
         op = "CONV_2D"
     bias = c.optional(node, 2)
+    if bias is not None and bias.type.shape != (o,):
+        raise _invalid(f"bias of shape {list(bias.type.shape)} for {o} output channels (needs [{o}])")
     attrs.update(_padding_attrs(pads, in_hw, out_hw, k_hw, strides, dilations))
     attrs.update({"stride_h": strides[0], "stride_w": strides[1], "dilation_hfactor": dilations[0],
                   "dilation_wfactor": dilations[1], "fused_activation_function": "NONE"})
@@ -498,6 +519,8 @@ def _batch_norm(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     gamma, beta, mean, var = (c.const_input(node, i, n).astype(np.float64) for i, n in
                               ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
     eps = float(a.get("epsilon", 1e-5))
+    if not np.all(var + eps > 0):
+        raise _invalid(f"variance + epsilon must be positive (epsilon {eps:g}, smallest variance {var.min():g})")
     s = gamma / np.sqrt(var + eps)
     t = beta - mean * s
     shape = (x.type.shape[1], *([1] * (len(x.type.shape) - 2)))
@@ -820,7 +843,7 @@ def _pad(c: _Converter, node: Any, a: dict[str, Any]) -> None:
 def _constant(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     onnx = c.onnx
     if "value" in a:
-        array = onnx.numpy_helper.to_array(a["value"])
+        array = _tensor_array(onnx, a["value"])
     elif "value_float" in a:
         array = np.array(a["value_float"], dtype=np.float32)
     elif "value_floats" in a:
@@ -837,7 +860,14 @@ def _constant(c: _Converter, node: Any, a: dict[str, Any]) -> None:
 @_converts("ConstantOfShape")
 def _constant_of_shape(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     shape = [int(v) for v in c.const_input(node, 0, "shape").reshape(-1)]
-    fill = c.onnx.numpy_helper.to_array(a["value"]).reshape(-1) if "value" in a else np.zeros(1, np.float32)
+    fill = _tensor_array(c.onnx, a["value"]).reshape(-1) if "value" in a else np.zeros(1, np.float32)
+    if any(d < 0 for d in shape) or fill.size != 1:
+        raise _invalid(f"ConstantOfShape of shape {shape} with a {fill.size}-element value (a shape of sizes >= 0 and "
+                       "one value are needed)")
+    size = math.prod(shape) * fill.dtype.itemsize
+    if size > MAX_COMPUTED_CONSTANT_BYTES:
+        raise _unsupported(f"ConstantOfShape of shape {shape} would be a {size:,}-byte constant (at most "
+                           f"{MAX_COMPUTED_CONSTANT_BYTES:,} are supported)")
     c.values[node.output[0]] = c.const(np.full(shape, fill[0], dtype=fill.dtype), node.output[0])
 
 
@@ -881,7 +911,7 @@ def _cast(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     c.unary("CAST", x, node)
 
 
-def _qparams(c: _Converter, node: Any, a: dict[str, Any], rank: int) -> tuple[QuantParams, str]:
+def _qparams(c: _Converter, node: Any, a: dict[str, Any], shape: Sequence[int]) -> tuple[QuantParams, str]:
     scale = c.const_input(node, 1, "scale").astype(np.float64).reshape(-1)
     zp_v = c.optional(node, 2)
     zp_array = c.const_input(node, 2, "zero_point").reshape(-1) if zp_v is not None else np.zeros(1, np.int8)
@@ -895,7 +925,13 @@ def _qparams(c: _Converter, node: Any, a: dict[str, Any], rank: int) -> tuple[Qu
         zps, dtype = [z - 128 for z in zps], "int8"
     if len(zps) == 1 and len(scale) > 1:
         zps = zps * len(scale)
-    axis = int(a.get("axis", 1)) % max(rank, 1) if len(scale) > 1 else 0
+    if not len(scale) or len(zps) != len(scale):
+        raise _invalid(f"{len(scale)} scales and {len(zps)} zero points (one each per tensor or per channel)")
+    rank = len(shape)
+    axis = int(a.get("axis", 1)) if len(scale) > 1 else 0
+    if len(scale) > 1 and (not -rank <= axis < rank or shape[axis % rank] != len(scale)):
+        raise _invalid(f"{len(scale)} per-channel scales do not match axis {axis} of shape {list(shape)}")
+    axis %= max(rank, 1)
     if not all(math.isfinite(s) and s > 0 for s in scale):
         raise _invalid("quantization scales must be finite and positive")
     return QuantParams(tuple(float(s) for s in scale), tuple(zps), axis), dtype
@@ -904,14 +940,16 @@ def _qparams(c: _Converter, node: Any, a: dict[str, Any], rank: int) -> tuple[Qu
 @_converts("QuantizeLinear")
 def _quantize(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
-    quant, dtype = _qparams(c, node, a, len(x.type.shape))
+    quant, dtype = _qparams(c, node, a, x.type.shape)
     c.emit("QUANTIZE", [x], [c.output(node, dtype=dtype, shape=x.type.shape, quant=quant)])
 
 
 @_converts("DequantizeLinear")
 def _dequantize(c: _Converter, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
-    quant, dtype = _qparams(c, node, a, len(x.type.shape))
+    quant, dtype = _qparams(c, node, a, x.type.shape)
+    if x.type.dtype not in ("int8", "uint8", "int16", "int32"):
+        raise _invalid(f"DequantizeLinear of a {x.type.dtype} tensor (an integer tensor is needed)")
     if x.data is not None:
         data = x.data.astype(np.int16) - 128 if x.type.dtype == "uint8" else x.data
         x = c.const(data.astype(np.dtype(dtype)), x.name, quant)
@@ -944,6 +982,22 @@ def _fix_symbolic_dims(model: Any) -> None:
                 dim.dim_value = 1
 
 
+def _check_declared_shapes(model: Any, path: str | Path) -> None:
+    """Every shape the file declares (inputs, outputs, value_info) is within MAX_TENSOR_BYTES."""
+    graph = model.graph
+    for info in [*graph.input, *graph.value_info, *graph.output]:
+        tensor = info.type.tensor_type
+        # (a negative dimension is left to shape inference: some exporters write -1 for "unknown")
+        dims = [d.dim_value for d in tensor.shape.dim if d.HasField("dim_value") and d.dim_value >= 0]
+        size = math.prod(dims) * _ELEMENT_BYTES.get(tensor.elem_type, 1)
+        if size > MAX_TENSOR_BYTES:
+            raise InvalidModelError(f"{path}: tensor {info.name!r} is declared with shape {dims}, {size:,} bytes; the "
+                                    "shape is corrupt (nn2c compiles for microcontrollers)")
+
+
+_ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16, 16: 2}
+
+
 def _value_types(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
     types: dict[str, tuple[str, tuple[int, ...]]] = {}
     graph = model.graph
@@ -972,20 +1026,27 @@ def _import(model: Any, source: str, nhwc_io: bool) -> Graph:
     graph = c.graph
     initializers = {t.name: t for t in model.graph.initializer}
     for name, tensor in initializers.items():
-        c.values[name] = c.const(onnx.numpy_helper.to_array(tensor), name)
+        try:
+            c.values[name] = c.const(_tensor_array(onnx, tensor), name)
+        except _NodeError as exc:
+            kind = UnsupportedOpError if exc.unsupported else InvalidModelError
+            raise kind(f"{source}: initializer {name!r}: {exc}") from None
     for info in model.graph.input:
         if info.name in initializers:
             continue
         dtype, shape = _input_type(c, info.name)
-        if nhwc_io and len(shape) in (3, 4) and dtype == "float32":
-            nhwc = c.new(info.name, dtype, [shape[p] for p in to_nhwc_perm(len(shape))])
-            graph.inputs.append(nhwc)
-            c.node_index, c.node_name = -1, f"{info.name}/to_onnx_layout"
-            c.values[info.name] = c.transpose(nhwc, to_nchw_perm(len(shape)), f"{info.name}/nchw")
-        else:
-            value = c.new(info.name, dtype, shape)
-            graph.inputs.append(value)
-            c.values[info.name] = value
+        try:
+            if nhwc_io and len(shape) in (3, 4) and dtype == "float32":
+                nhwc = c.new(info.name, dtype, [shape[p] for p in to_nhwc_perm(len(shape))])
+                graph.inputs.append(nhwc)
+                c.node_index, c.node_name = -1, f"{info.name}/to_onnx_layout"
+                c.values[info.name] = c.transpose(nhwc, to_nchw_perm(len(shape)), f"{info.name}/nchw")
+            else:
+                value = c.new(info.name, dtype, shape)
+                graph.inputs.append(value)
+                c.values[info.name] = value
+        except _NodeError as exc:
+            raise InvalidModelError(f"{source}: graph input {info.name!r}: {exc}") from None
     for index, node in enumerate(model.graph.node):
         c.node_index, c.node_name = index, node.name
         where = f"{source}: ONNX node #{index} {node.name!r} ({node.op_type})"
@@ -1001,8 +1062,10 @@ def _import(model: Any, source: str, nhwc_io: bool) -> Graph:
             raise kind(f"{where}: {exc}") from None
         except NN2CError:
             raise
-        except (KeyError, IndexError, ValueError, TypeError, AssertionError) as exc:
-            raise InvalidModelError(f"{where}: malformed node ({type(exc).__name__}: {exc})") from None
+        except (KeyError, IndexError, ValueError, TypeError, AssertionError, OverflowError, ZeroDivisionError) as exc:
+            detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise InvalidModelError(f"{where}: malformed node ({type(exc).__name__}: {detail}); fix or re-export the "
+                                    "model") from None
     c.node_index, c.node_name = len(model.graph.node), "graph outputs"
     for info in model.graph.output:
         if info.name not in c.values:
@@ -1033,6 +1096,25 @@ def _import(model: Any, source: str, nhwc_io: bool) -> Graph:
     return graph
 
 
+def _tensor_array(onnx: Any, tensor: Any) -> np.ndarray:
+    """A TensorProto's array: its data must be in the file and agree with its type and dims."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.external_data:
+        raise _invalid("the data is in an external file, which nn2c does not read; save the model as one "
+                       "file (onnx.save_model(model, path, save_as_external_data=False))")
+    dims = [int(d) for d in tensor.dims]
+    if any(d < 0 for d in dims):
+        raise _invalid(f"negative dimension in {dims}")
+    try:
+        array = onnx.numpy_helper.to_array(tensor)
+    except Exception as exc:  # data of the wrong length, an unknown data type, ...
+        detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise _invalid(f"its data does not match its type {tensor.data_type} and dims {dims} ({detail}); "
+                       "re-export the model") from None
+    if list(array.shape) != dims:
+        raise _invalid(f"its data has shape {list(array.shape)}, its dims say {dims}; re-export the model")
+    return array
+
+
 def _input_type(c: _Converter, name: str) -> tuple[str, tuple[int, ...]]:
     if name not in c.types:
         raise UnsupportedOpError(f"{c.source}: graph input {name!r} has no static shape and type; export the "
@@ -1047,11 +1129,61 @@ def check_onnx(path: str | Path, data: bytes | None = None) -> Any:
     path = Path(path)
     try:
         model = onnx.load_from_string(data if data is not None else path.read_bytes())
+    except Exception as exc:  # protobuf DecodeError, ...
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise InvalidModelError(f"{path}: not a valid ONNX model ({detail}); re-export it") from None
+    bad_text = _non_utf8_text(model)
+    if bad_text is not None:
+        raise InvalidModelError(f"{path}: {bad_text} is not valid UTF-8 text, as ONNX requires; re-export the model")
+    # before the checker, which looks external files up (relative to the working directory)
+    external = next(_external_tensors(onnx, model.graph), None)
+    if external is not None:
+        raise InvalidModelError(
+            f"{path}: tensor {external!r} keeps its data in an external file, which nn2c does not read (it reads "
+            "only the model file); save the model as one file: onnx.save_model(model, path, "
+            "save_as_external_data=False)")
+    try:
         onnx.checker.check_model(model)
-    except Exception as exc:  # protobuf DecodeError, ValidationError, ...
+    except Exception as exc:  # ValidationError, ...
         detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
         raise InvalidModelError(f"{path}: not a valid ONNX model ({detail}); re-export it") from None
     return model
+
+
+def _non_utf8_text(model: Any) -> str | None:
+    """Which name or text of the model is not UTF-8 (protobuf then hands out bytes instead of str)."""
+    graph = model.graph
+    texts: list[tuple[str, Any]] = [("the producer name", model.producer_name),
+                                    ("the producer version", model.producer_version),
+                                    ("the doc string", model.doc_string), ("the graph name", graph.name),
+                                    *((f"opset domain #{k}", o.domain) for k, o in enumerate(model.opset_import))]
+    for kind, infos in (("graph input", graph.input), ("graph output", graph.output),
+                        ("value_info", graph.value_info), ("initializer", graph.initializer)):
+        texts += [(f"the name of {kind} #{k}", info.name) for k, info in enumerate(infos)]
+    for k, node in enumerate(graph.node):
+        texts += [(f"the name of node #{k}", node.name), (f"the op type of node #{k}", node.op_type),
+                  (f"the domain of node #{k}", node.domain)]
+        texts += [(f"an input name of node #{k}", name) for name in node.input]
+        texts += [(f"an output name of node #{k}", name) for name in node.output]
+        texts += [(f"an attribute name of node #{k}", attr.name) for attr in node.attribute]
+    return next((what for what, text in texts if not isinstance(text, str)), None)
+
+
+def _external_tensors(onnx: Any, graph: Any) -> Iterator[str]:
+    """Names of the tensors of `graph` (and its subgraphs) whose data lives in another file."""
+    def external(tensor: Any) -> bool:
+        return tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data) > 0
+
+    tensors = [*graph.initializer, *(t for s in graph.sparse_initializer for t in (s.values, s.indices))]
+    for node in graph.node:
+        for attr in node.attribute:
+            tensors += [attr.t, *attr.tensors, *(t for s in (attr.sparse_tensor, *attr.sparse_tensors)
+                                                 for t in (s.values, s.indices))]
+            for sub in (attr.g, *attr.graphs):
+                yield from _external_tensors(onnx, sub)
+    for tensor in tensors:
+        if external(tensor):
+            yield tensor.name or "(unnamed)"
 
 
 def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False) -> Graph:
@@ -1060,6 +1192,7 @@ def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False
 
     model = check_onnx(path, data)
     _fix_symbolic_dims(model)
+    _check_declared_shapes(model, path)  # ONNX shape inference can take minutes on absurd shapes
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:

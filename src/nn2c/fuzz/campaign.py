@@ -1,36 +1,87 @@
-"""A bounded fuzz campaign: every input must compile or end in one nn2c error, within a time limit."""
+"""A bounded fuzz campaign: every input must compile or end in one nn2c error, within a time limit.
+
+Seeds are dispatched by file type (.tflite: fuzz/tflite_mutator.py, .onnx: fuzz/onnx_mutator.py);
+each mutant is written with its seed's suffix and compiled in-process (no C build). Anything but a
+successful compile or an NN2CError is a failure: a traceback, a hang (> per_input_limit seconds,
+SIGALRM), a MemoryError (the address space is capped so that a multi-GB allocation fails fast).
+Failing mutants are kept in `keep_failures` to reproduce with `nn2c compile`.
+"""
 
 from __future__ import annotations
 
 import collections
+import faulthandler
 import resource
 import signal
+import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from nn2c.errors import NN2CError
-from nn2c.fuzz.tflite_mutator import locate_fields, mutate
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: no `except Exception` in nn2c may swallow it
     pass
 
 
 @dataclass
-class CampaignResult:
+class FormatResult:
     inputs: int = 0
     compiled: int = 0
     errors: collections.Counter = field(default_factory=collections.Counter)  # nn2c error type -> count
     failures: list[str] = field(default_factory=list)  # tracebacks, hangs, memory errors
 
     @property
+    def rejected(self) -> int:
+        return sum(self.errors.values())
+
+    @property
     def hangs(self) -> int:
         return sum(1 for f in self.failures if f.startswith("hang"))
+
+    @property
+    def memory_errors(self) -> int:
+        return sum(1 for f in self.failures if f.startswith("MemoryError"))
+
+    @property
+    def tracebacks(self) -> int:
+        return len(self.failures) - self.hangs - self.memory_errors
+
+
+@dataclass
+class CampaignResult(FormatResult):
+    formats: dict[str, FormatResult] = field(default_factory=dict)  # "tflite" / "onnx" -> its share
+
+    def record(self, fmt: str, outcome: str, failure: str | None = None) -> None:
+        """outcome: "compiled", an nn2c error type name, or "failure" (with its description)."""
+        for result in (self, self.formats.setdefault(fmt, FormatResult())):
+            result.inputs += 1
+            if outcome == "compiled":
+                result.compiled += 1
+            elif outcome == "failure":
+                result.failures.append(failure or "?")
+            else:
+                result.errors[outcome] += 1
+
+
+@dataclass(frozen=True)
+class _Mutator:
+    prepare: Callable[[bytes], Any]
+    mutate: Callable[[bytes, np.random.Generator, Any], tuple[bytes, str]]
+
+
+def _mutators() -> dict[str, _Mutator]:
+    from nn2c.fuzz import onnx_mutator, tflite_mutator
+
+    return {".tflite": _Mutator(tflite_mutator.locate_fields, tflite_mutator.mutate),
+            ".onnx": _Mutator(onnx_mutator.prepare, onnx_mutator.mutate)}
 
 
 def _on_alarm(signum, frame):
@@ -38,13 +89,19 @@ def _on_alarm(signum, frame):
 
 
 def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_limit: int = 30,
-                 memory_limit: int | None = 8 << 30) -> CampaignResult:
+                 memory_limit: int | None = 8 << 30, keep_failures: Path | None = None) -> CampaignResult:
     """Mutate `models` round-robin for `seconds`; compile each mutant in-process (no C build)."""
     from nn2c.api import CompileOptions, compile_model
 
+    mutators = _mutators()
     rng = np.random.default_rng(seed)
-    originals = [(p, p.read_bytes()) for p in models]
-    located = [locate_fields(data) for _, data in originals]
+    seeds = []
+    for path in models:
+        suffix = path.suffix.lower()
+        if suffix not in mutators:
+            raise ValueError(f"{path}: no mutator for {suffix!r} files (have {', '.join(mutators)})")
+        data = path.read_bytes()
+        seeds.append((path, suffix, data, mutators[suffix].prepare(data)))
     result = CampaignResult()
     if memory_limit:  # a multi-GB allocation must fail fast, not take the machine down
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -54,29 +111,41 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
     options = CompileOptions(plan_time_limit=2.0)
     try:
         with tempfile.TemporaryDirectory(prefix="nn2c_fuzz_") as tmp:
-            target = Path(tmp) / "mutant.tflite"
             while time.monotonic() < deadline:
-                k = result.inputs % len(originals)
-                data, what = mutate(originals[k][1], rng, located[k])
+                path, suffix, original, prepared = seeds[result.inputs % len(seeds)]
+                fmt = suffix.lstrip(".")
+                data, what = mutators[suffix].mutate(original, rng, prepared)
+                target = Path(tmp) / f"mutant{suffix}"
                 target.write_bytes(data)
-                result.inputs += 1
+                failure = None
+                # a hang inside C code never returns to Python for SIGALRM: dump and exit instead of
+                # blocking CI forever (the mutant is still in `target`)
+                faulthandler.dump_traceback_later(per_input_limit * 4, exit=True, file=sys.stderr)
                 signal.alarm(per_input_limit)
                 try:
                     compile_model(target, options)
-                    result.compiled += 1
+                    outcome = "compiled"
                 except NN2CError as exc:
-                    result.errors[type(exc).__name__] += 1
+                    outcome = type(exc).__name__
                 except _Timeout:
-                    result.failures.append(f"hang (> {per_input_limit} s) on {originals[k][0].name}: {what}")
+                    failure = f"hang (> {per_input_limit} s) on {path.name}: {what}"
                 except MemoryError:
-                    result.failures.append(f"MemoryError on {originals[k][0].name}: {what}")
+                    failure = f"MemoryError on {path.name}: {what}"
                 except Exception as exc:  # anything else is a bug: keep where it happened
                     frame = traceback.extract_tb(exc.__traceback__)[-1]
-                    result.failures.append(
-                        f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno} on "
-                        f"{originals[k][0].name} ({what}): {str(exc)[:200]}")
+                    failure = (f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno} on "
+                               f"{path.name} ({what}): {str(exc)[:200]}")
                 finally:
                     signal.alarm(0)
+                    faulthandler.cancel_dump_traceback_later()
+                if failure is not None:
+                    outcome = "failure"
+                    if keep_failures is not None:
+                        keep_failures.mkdir(parents=True, exist_ok=True)
+                        kept = keep_failures / f"{fmt}_{result.inputs:06d}{suffix}"
+                        kept.write_bytes(data)
+                        failure += f" [{kept}]"
+                result.record(fmt, outcome, failure)
     finally:
         signal.signal(signal.SIGALRM, previous)
         if memory_limit:

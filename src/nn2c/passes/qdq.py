@@ -154,6 +154,8 @@ def _quantized_weights(node: Node, x_q: Value) -> tuple[Value, Value | None] | N
     bias = node.input(2)
     if bias is None:
         return w, None
+    if bias.type.num_elements != channels:  # a malformed bias: the node stays float (its lowering rejects it)
+        return None
     b_int = _weight_source(bias)
     if b_int is not None:
         real = (b_int.data.astype(np.float64) - np.array(b_int.type.quant.zero_point)) * np.array(b_int.type.quant.scale)  # type: ignore[union-attr]
