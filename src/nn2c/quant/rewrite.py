@@ -1,0 +1,349 @@
+"""Float graph + calibrated ranges -> a graph in TFLite's int8 scheme, served by the int8 kernels.
+
+What each int8 operator gets is what its TFLite Micro kernel (and so nn2c's lowering) accepts:
+- FREE ops choose their output parameters from the output's calibrated range: CONV_2D,
+  DEPTHWISE_CONV_2D, FULLY_CONNECTED (per-channel symmetric int8 weights, int32 bias with scale
+  s_in * s_w[c]), ADD, SUB, MUL, MEAN, SUM, RELU, LEAKY_RELU, HARD_SWISH. A fused ReLU / ReLU6 is
+  folded into the range: the range is observed after the activation, so the clamp costs no codes.
+- TIED ops compute on raw int8 codes, so their outputs share the input's parameters (data
+  movement, MAX_POOL_2D, AVERAGE_POOL_2D (TFLM's Prepare requires it), RELU6, REDUCE_MAX,
+  MAXIMUM / MINIMUM, CONCATENATION with all its inputs). Tied tensors form one group (union-find)
+  whose range is the union of the members' ranges, as TFLite's converter unifies them.
+- FIXED ops have outputs fixed by the kernel: SOFTMAX and LOGISTIC 1/256 zero point -128, TANH
+  1/128 zero point 0; a group holding such an output takes those parameters.
+Everything else, operators the user keeps float (--keep-float, by type or output tensor name) and
+variants an int8 kernel cannot take (non-constant weights, a non-clamp fused activation) stays
+float. Where a float and an int8 operator meet, a QUANTIZE (float -> int8) or DEQUANTIZE is
+inserted; model inputs and outputs keep float unless io="int8".
+
+The rewrite builds a new graph: every value of the float graph maps to a float version and/or an
+int8 version, created on first use, so each conversion exists once however many readers need it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nn2c.ir import Graph, Node, QuantParams, TensorType, Value
+from nn2c.quant import params as qp
+
+WEIGHTED = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0}  # op -> output-channel axis
+FREE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "MEAN", "SUM", "RELU",
+                  "LEAKY_RELU", "HARD_SWISH"})
+TIED = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "PAD", "CONCATENATION",
+                  "SPLIT", "SPLIT_V", "IDENTITY", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU6", "REDUCE_MAX",
+                  "MAXIMUM", "MINIMUM", "RESIZE_NEAREST_NEIGHBOR"})
+FIXED = {"SOFTMAX": (1.0 / 256, -128), "LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}
+INT8_OPS = FREE | TIED | frozenset(FIXED)
+CLAMPS = frozenset({"NONE", "RELU", "RELU6", "RELU_N1_TO_1"})
+
+
+def data_positions(node: Node) -> list[int]:
+    """Input positions that carry activations (the rest are weights, biases, shapes, axes)."""
+    if node.op in WEIGHTED:
+        return [0]
+    if node.op == "SPLIT":
+        return [1]
+    if node.op == "CONCATENATION":
+        return [i for i, v in enumerate(node.inputs) if v is not None]
+    if node.op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"):
+        return [0, 1]
+    return [0]
+
+
+def float_reason(node: Node, keep_float: frozenset[str], has_range: Callable[[Value], bool]) -> str | None:
+    """Why the node stays float, or None when it becomes int8."""
+    if node.op in keep_float or any(o.name in keep_float for o in node.outputs):
+        return "kept float (--keep-float)"
+    if node.op not in INT8_OPS:
+        return f"no int8 kernel for {node.op}"
+    if any(o.type.dtype != "float32" for o in node.outputs):
+        return "output is not float32"
+    activation = node.attrs.get("fused_activation_function", "NONE") or "NONE"
+    if activation not in CLAMPS:
+        return f"fused activation {activation} has no int8 form"
+    for i in data_positions(node):
+        x = node.input(i)
+        if x is None or x.type.dtype != "float32":
+            return "an activation input is not float32"
+        if not x.is_constant and not has_range(x):
+            return f"input {x.name!r} was not calibrated"
+    if node.op in WEIGHTED:
+        w, b = node.input(1), node.input(2)
+        if w is None or not w.is_constant or w.type.dtype != "float32":
+            return "weights are not a float constant"
+        if b is not None and (not b.is_constant or b.type.dtype != "float32"):
+            return "bias is not a float constant"
+        if node.op == "DEPTHWISE_CONV_2D" and (len(w.type.shape) != 4 or w.type.shape[0] != 1):
+            return "depthwise filter is not 1HWO"
+    if node.op in ("SOFTMAX",) and float(node.attrs.get("beta", 1.0)) <= 0:
+        return "softmax beta <= 0"
+    if node.op == "LEAKY_RELU" and float(node.attrs.get("alpha", 0.2)) < 0:
+        return "negative LEAKY_RELU alpha"
+    return None
+
+
+class _Groups:
+    """Union-find over values whose int8 parameters must be equal."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, key: int) -> int:
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+@dataclass
+class QuantizedGraph:
+    graph: Graph
+    int8_of: dict[int, Value]  # id(float-graph value) -> its int8 version in the new graph
+    params: dict[int, QuantParams]  # id(float-graph value) -> chosen activation parameters
+    float_nodes: list[tuple[Node, str]] = field(default_factory=list)  # (float-graph node, reason)
+    int8_nodes: list[Node] = field(default_factory=list)  # float-graph nodes now int8
+
+
+def _clone(value: Value, name: str | None = None, ttype: TensorType | None = None,
+           data: np.ndarray | None = None) -> Value:
+    return Value(name or value.name, ttype or value.type, value.data if data is None else data,
+                 is_variable=value.is_variable)
+
+
+def choose_params(graph: Graph, quantized: list[Node], ranges: dict[int, tuple[float, float]]) -> dict[int, QuantParams]:
+    """Activation parameters for every value an int8 node reads or writes (see module docstring)."""
+    groups = _Groups()
+    fixed: dict[int, tuple[float, int]] = {}
+    values: dict[int, Value] = {}
+    for node in quantized:
+        inputs = [node.inputs[i] for i in data_positions(node)]
+        for v in [*inputs, *node.outputs]:
+            if v is not None:
+                values[id(v)] = v
+                groups.find(id(v))
+        if node.op in TIED:
+            anchor = inputs[0]
+            assert anchor is not None
+            for v in [*inputs[1:], *node.outputs]:
+                if v is not None:
+                    groups.union(id(anchor), id(v))
+        if node.op in FIXED:
+            fixed[id(node.outputs[0])] = FIXED[node.op]
+    members: dict[int, list[Value]] = {}
+    for key, v in values.items():
+        members.setdefault(groups.find(key), []).append(v)
+    chosen: dict[int, QuantParams] = {}
+    for group in members.values():
+        pinned = [fixed[id(v)] for v in group if id(v) in fixed]
+        if pinned:
+            quant = qp.fixed_params(*pinned[0])
+        else:
+            observed = [ranges[id(v)] for v in group if id(v) in ranges]
+            consts = [v.data for v in group if v.is_constant and v.data is not None and v.data.size]
+            lo = min([r[0] for r in observed] + [float(np.min(c)) for c in consts] + [0.0])
+            hi = max([r[1] for r in observed] + [float(np.max(c)) for c in consts] + [0.0])
+            quant = qp.activation_params(lo, hi)
+        for v in group:
+            chosen[id(v)] = quant
+    _satisfy_kernel_limits(quantized, chosen, lambda v: members[groups.find(id(v))])
+    return chosen
+
+
+def _satisfy_kernel_limits(quantized: list[Node], chosen: dict[int, QuantParams],
+                           group_of: Callable[[Value], list[Value]]) -> None:
+    """Widen output scales that a kernel's fixed-point rescale cannot take (rare; exact otherwise).
+    The whole group of the output is widened, so that tied tensors stay equal."""
+
+    def widen(out: Value, scale: float) -> None:
+        old = chosen[id(out)]
+        lo, hi = qp.representable_range(old)
+        factor = scale / old.scale[0]
+        new = qp.activation_params(lo * factor, hi * factor)
+        for member in group_of(out):
+            chosen[id(member)] = new
+
+    for node in quantized:
+        out = node.outputs[0]
+        x = node.inputs[data_positions(node)[0]]
+        assert x is not None
+        s_in, s_out = chosen[id(x)].scale[0], chosen[id(out)].scale[0]
+        if node.op == "HARD_SWISH" and not np.float32(s_in) / np.float32(128.0) < np.float32(s_out):
+            widen(out, float(np.float32(s_in) / np.float32(128.0)) * 1.01)
+        if node.op in ("ADD", "SUB"):
+            y = node.inputs[1]
+            assert y is not None
+            floor = 2.0 * max(s_in, chosen[id(y)].scale[0]) / (1 << 20) * 1.01
+            if s_out < floor:
+                widen(out, floor)
+
+
+class _Builder:
+    def __init__(self, source: Graph, chosen: dict[int, QuantParams]) -> None:
+        self.source = source
+        self.chosen = chosen
+        self.graph = Graph(source.name)
+        self.graph.metadata = dict(source.metadata)
+        self.float_of: dict[int, Value] = {}
+        self.int8_of: dict[int, Value] = {}
+        self.constants: dict[int, Value] = {}
+
+    def add(self, node: Node) -> None:
+        self.graph.add_node(node)
+
+    def as_float(self, value: Value, anchor: Node) -> Value:
+        key = id(value)
+        if key in self.float_of:
+            return self.float_of[key]
+        if value.data is not None:
+            clone = self.constants.get(key) or _clone(value)
+            self.constants[key] = clone
+            return clone
+        q = self.int8_of.get(key)
+        assert q is not None, f"{value.name!r} has neither a float nor an int8 version"
+        out = _clone(value, f"{value.name}/float", TensorType("float32", value.type.shape))
+        self.add(Node("DEQUANTIZE", [q], [out], name=anchor.name, index=anchor.index))
+        self.float_of[key] = out
+        return out
+
+    def as_int8(self, value: Value, anchor: Node) -> Value:
+        key = id(value)
+        if key in self.int8_of:
+            return self.int8_of[key]
+        quant = self.chosen.get(key)
+        if value.is_constant and value.data is not None:
+            if quant is None:
+                data = value.data
+                quant = qp.activation_params(float(np.min(data, initial=0.0)), float(np.max(data, initial=0.0)))
+            q = Value(f"{value.name}/int8", TensorType("int8", value.type.shape, quant),
+                      qp.quantize_array(value.data, quant))
+            self.int8_of[key] = q
+            return q
+        assert quant is not None, f"{value.name!r} has no int8 parameters"
+        f = self.as_float(value, anchor)
+        q = Value(f"{value.name}/int8", TensorType("int8", value.type.shape, quant))
+        self.add(Node("QUANTIZE", [f], [q], name=anchor.name, index=anchor.index))
+        self.int8_of[key] = q
+        return q
+
+    def float_node(self, node: Node) -> None:
+        inputs = [None if v is None else self.as_float(v, node) if v.type.dtype == "float32"
+                  else self._passthrough(v) for v in node.inputs]
+        outputs = []
+        for out in node.outputs:
+            clone = _clone(out)
+            self.float_of[id(out)] = clone
+            outputs.append(clone)
+        self.add(Node(node.op, inputs, outputs, dict(node.attrs), name=node.name, index=node.index))
+
+    def _passthrough(self, value: Value) -> Value:
+        """Non-float values (int32 shapes, axes, indices) are carried over unchanged."""
+        key = id(value)
+        if key in self.float_of:
+            return self.float_of[key]
+        clone = _clone(value)
+        self.float_of[key] = clone
+        return clone
+
+    def int8_node(self, node: Node) -> None:
+        positions = set(data_positions(node))
+        inputs: list[Value | None] = []
+        for i, v in enumerate(node.inputs):
+            if v is None:
+                inputs.append(None)
+            elif i in positions:
+                inputs.append(self.as_int8(v, node))
+            elif node.op in WEIGHTED and i in (1, 2):
+                inputs.append(None)  # filled below
+            else:
+                inputs.append(self._passthrough(v) if v.type.dtype != "float32" else self.as_float(v, node))
+        if node.op in WEIGHTED:
+            self._weights(node, inputs)
+        outputs = []
+        for out in node.outputs:
+            q = Value(f"{out.name}/int8", TensorType("int8", out.type.shape, self.chosen[id(out)]))
+            self.int8_of[id(out)] = q
+            outputs.append(q)
+        self.add(Node(node.op, inputs, outputs, dict(node.attrs), name=node.name, index=node.index))
+
+    def _weights(self, node: Node, inputs: list[Value | None]) -> None:
+        w, b = node.inputs[1], node.input(2)
+        assert w is not None and w.data is not None
+        axis = WEIGHTED[node.op]
+        w_quant = qp.weight_params(w.data, axis)
+        inputs[1] = Value(f"{w.name}/int8", TensorType("int8", w.type.shape, w_quant),
+                          qp.quantize_array(w.data, w_quant))
+        if b is not None:
+            assert b.data is not None
+            x = inputs[0]
+            assert x is not None and x.type.quant is not None
+            channels = w.type.shape[axis]
+            b_quant = qp.bias_params(x.type.quant.scale[0], w_quant, channels)
+            inputs[2] = Value(f"{b.name}/int32", TensorType("int32", b.type.shape, b_quant),
+                              qp.quantize_bias(b.data, b_quant).reshape(b.type.shape))
+
+
+def rewrite(graph: Graph, ranges: dict[int, tuple[float, float]], keep_float: frozenset[str],
+            io: str = "float") -> QuantizedGraph:
+    """The int8 graph; `ranges` maps id(value) of the float graph's activations to clip ranges."""
+    reasons = {id(n): float_reason(n, keep_float, lambda v: id(v) in ranges) for n in graph.nodes}
+    quantized = [n for n in graph.nodes if reasons[id(n)] is None]
+    chosen = choose_params(graph, quantized, ranges)
+    for v in graph.inputs:  # io=int8 exposes every float input as int8, whoever reads it
+        if io == "int8" and id(v) not in chosen and id(v) in ranges:
+            chosen[id(v)] = qp.activation_params(*ranges[id(v)])
+    builder = _Builder(graph, chosen)
+    for v in graph.inputs:
+        if io == "int8" and id(v) in chosen:
+            q = Value(v.name, TensorType("int8", v.type.shape, chosen[id(v)]))
+            builder.int8_of[id(v)] = q
+            builder.graph.inputs.append(q)
+        else:
+            clone = _clone(v)
+            builder.float_of[id(v)] = clone
+            builder.graph.inputs.append(clone)
+    result = QuantizedGraph(builder.graph, builder.int8_of, chosen)
+    for node in graph.nodes:
+        if reasons[id(node)] is None:
+            builder.int8_node(node)
+            result.int8_nodes.append(node)
+        else:
+            builder.float_node(node)
+            result.float_nodes.append((node, str(reasons[id(node)])))
+    anchor = graph.nodes[-1] if graph.nodes else Node("IDENTITY", [], [])
+    outputs = []
+    for v in graph.outputs:
+        if v.type.dtype != "float32" or (id(v) not in builder.int8_of and id(v) not in builder.float_of
+                                         and v.data is None):
+            out = builder._passthrough(v)
+        elif io == "int8" and id(v) in chosen:
+            out = builder.as_int8(v, anchor)
+        elif io == "int8" and id(v) not in builder.int8_of and id(v) in ranges:
+            chosen[id(v)] = qp.activation_params(*ranges[id(v)])
+            out = builder.as_int8(v, anchor)
+        else:
+            out = builder.as_float(v, anchor)
+        outputs.append(out)
+    _name_outputs(builder.graph, graph.outputs, outputs)
+    builder.graph.outputs = outputs
+    return result
+
+
+def _name_outputs(graph: Graph, originals: list[Value], outputs: list[Value]) -> None:
+    """Graph outputs keep the float model's names; a value already holding the name is renamed."""
+    for original, out in zip(originals, outputs, strict=True):
+        if out.name == original.name:
+            continue
+        for v in graph.values():
+            if v.name == original.name and v is not out:
+                v.name = f"{original.name}/{v.type.dtype}"
+        out.name = original.name
