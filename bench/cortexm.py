@@ -13,6 +13,7 @@ functions around one Invoke()). Writes the `cortexm` section of docs/BENCHMARKS.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -35,18 +36,21 @@ MODELS = [
 ]
 TARGETS = ["cortex-m4", "cortex-m55"]
 
-# TFLM + CMSIS-NN instructions per inference (M4, M55) and TFLM reference kernels on M4, from
-# shared/docs/baseline-cortexm.md.
+# TFLM + CMSIS-NN instructions per inference (M4, M55), TFLM reference kernels on M4, and TFLM +
+# CMSIS-NN code bytes (M4, without model data), from shared/docs/baseline-cortexm.md.
 TFLM_CMSIS = {
-    "mlcommons_tiny/kws_ref_model": (7_697_707, 1_813_505, 43_112_701),
-    "mlcommons_tiny/vww_96_int8": (24_101_476, 6_557_874, 100_482_078),
-    "mlcommons_tiny/pretrainedResnet_quant": (29_864_825, 4_913_051, 107_487_721),
-    "mlcommons_tiny/ad01_int8": (582_878, 149_903, 1_954_058),
-    "tflite_micro/person_detect": (22_927_983, 6_507_644, 95_891_966),
-    "tflite_micro/micro_speech_quantized": (1_495_321, 1_008_155, 9_314_561),
-    "tinyengine/vww": (48_625_983, 11_959_599, 189_310_018),
-    "tinyengine/mcunetv2_large": (862_751_973, 315_833_729, 2_868_196_025),
+    "mlcommons_tiny/kws_ref_model": (7_697_707, 1_813_505, 43_112_701, 56_234),
+    "mlcommons_tiny/vww_96_int8": (24_101_476, 6_557_874, 100_482_078, 56_234),
+    "mlcommons_tiny/pretrainedResnet_quant": (29_864_825, 4_913_051, 107_487_721, 53_982),
+    "mlcommons_tiny/ad01_int8": (582_878, 149_903, 1_954_058, 30_817),
+    "tflite_micro/person_detect": (22_927_983, 6_507_644, 95_891_966, 46_170),
+    "tflite_micro/micro_speech_quantized": (1_495_321, 1_008_155, 9_314_561, 46_930),
+    "tinyengine/vww": (48_625_983, 11_959_599, 189_310_018, 60_525),
+    "tinyengine/mcunetv2_large": (862_751_973, 315_833_729, 2_868_196_025, 65_201),
 }
+# the models of the acceptance criterion (issue 6): geometric means of the ratios are over these
+ACCEPTANCE = ["mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlcommons_tiny/pretrainedResnet_quant",
+              "mlcommons_tiny/ad01_int8", "tflite_micro/person_detect", "tinyengine/vww"]
 
 
 def measure(model: str, targets: list[str], inputs: int) -> dict:
@@ -54,6 +58,7 @@ def measure(model: str, targets: list[str], inputs: int) -> dict:
     started = time.time()
     for target in targets:
         try:
+            # compiled for the bench target: its DSP / MVE kernels
             report = bench_model(ROOT / "models" / f"{model}.tflite", target=target, count=inputs, seed=0)
         except NN2CError as exc:
             row["error"] = str(exc).splitlines()[0].split(" (first at")[0][:200]
@@ -75,50 +80,64 @@ def _n(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
 def render(rows: list[dict], targets: list[str], inputs: int) -> str:
-    m4, m55 = ("cortex-m4" in targets), ("cortex-m55" in targets)
     lines = [
         "## Cortex-M (emulated): instructions per inference and footprint",
         "",
-        f"Written by `bench/cortexm.py`: nn2c's portable C kernels (no SIMD yet), arm-none-eabi-gcc 12 -O2, "
-        f"run in qemu-system-arm 7.2 (Cortex-M4F = mps2-an386, Cortex-M55 = mps3-an547) on {inputs} seeded inputs, "
-        "outputs checked against TFLM (bit-exact for integer outputs). Instructions are counted by the project's "
-        "QEMU plugin from the first instruction of `bench_begin()` to the first of `bench_end()` around one "
-        "`NAME_invoke()` (mean over the inputs). Instruction counts, not cycles.",
+        "Written by `bench/cortexm.py`: each model compiled with `--target cortex-m4` (Arm DSP kernels: SMLAD) "
+        "and `--target cortex-m55` (Helium MVE kernels: VMLADAVA), kernels/nn2c_simd.c; arm-none-eabi-gcc 12 -O2, "
+        f"run in qemu-system-arm 7.2 (Cortex-M4F = mps2-an386, Cortex-M55 = mps3-an547) on {inputs} seeded "
+        "inputs, outputs checked against TFLM (bit-exact for integer outputs). Instructions are counted by the "
+        "project's QEMU plugin from the first instruction of `bench_begin()` to the first of `bench_end()` around "
+        "one `NAME_invoke()` (mean over the inputs). Instruction counts, not cycles.",
         "",
         "TFLM + CMSIS-NN columns: shared/docs/baseline-cortexm.md (tflite-micro 90b983c, CMSIS-NN 4ab83cc, same "
         "compiler, QEMU and counting method). Ratio = nn2c / TFLM+CMSIS-NN (below 1 = nn2c needs fewer "
-        "instructions). Flash code = the model's code and constant parameters (NAME.c + kernels) after "
-        "--gc-sections, without libc helpers (memcpy/memset/libm, shared with the harness); weights = "
-        "NAME_weights.c; RAM = .data + .bss of the model (arena + state); stack = measured high-water mark of "
-        "invoke (stack painting), all on Cortex-M4.",
+        "instructions). Flash code = the model's code and parameter structs (NAME.c + kernels) after "
+        "--gc-sections on Cortex-M4, without libc helpers (memcpy/memset/libm, shared with the harness); "
+        "TFLM code = its runtime, kernels, CMSIS-NN and libc, without the model. Weights = NAME_weights.c "
+        "(re-laid-out filters, folded biases, per-channel constants); RAM = .data + .bss of the model (arena + "
+        "state) on Cortex-M4.",
         "",
-        "| model | MACs | nn2c M4 instr | nn2c M4 instr/MAC | nn2c M55 instr | nn2c M55 instr/MAC | flash code | "
-        "flash weights | RAM | stack | TFLM+CMSIS-NN M4 | TFLM+CMSIS-NN M55 | TFLM ref. kernels M4 | ratio M4 | "
-        "ratio M55 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | MACs | M4 instructions | M4 instr/MAC | M55 instructions | M55 instr/MAC | flash code | "
+        "flash weights | RAM | TFLM+CMSIS-NN M4 / M55 | ratio M4 / M55 | TFLM+CMSIS-NN code |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     skipped = []
+    ratios: dict[str, list[float]] = {"cortex-m4": [], "cortex-m55": []}
     for row in rows:
         runs = row["runs"]
         if not runs:
             skipped.append(f"- {row['model']}: {row['error']}")
             continue
-        base = TFLM_CMSIS.get(row["model"], (None, None, None))
+        base = TFLM_CMSIS.get(row["model"], (None, None, None, None))
         r4, r55 = runs.get("cortex-m4"), runs.get("cortex-m55")
         any_run = r4 or r55
         fp = any_run.footprint
         i4 = r4.instructions_per_inference if r4 else None
         i55 = r55.instructions_per_inference if r55 else None
+        q4 = i4 / base[0] if i4 and base[0] else None
+        q55 = i55 / base[1] if i55 and base[1] else None
+        if row["model"] in ACCEPTANCE:
+            for target, q in (("cortex-m4", q4), ("cortex-m55", q55)):
+                if q is not None:
+                    ratios[target].append(q)
         lines.append(" | ".join([
             f"| {row['model']}", _n(any_run.macs), _n(i4), _n(r4.instructions_per_mac if r4 else None, 2),
             _n(i55), _n(r55.instructions_per_mac if r55 else None, 2), _n(fp.flash_code), _n(fp.flash_weights),
-            _n(fp.ram_model), _n(any_run.stack_bytes), _n(base[0]), _n(base[1]), _n(base[2]),
-            _n(i4 / base[0] if i4 and base[0] and m4 else None, 2),
-            _n(i55 / base[1] if i55 and base[1] and m55 else None, 2) + " |",
+            _n(fp.ram_model), f"{_n(base[0])} / {_n(base[1])}", f"{_n(q4, 2)} / {_n(q55, 2)}",
+            _n(base[3]) + " |",
         ]))
         if row["error"]:
             skipped.append(f"- {row['model']} (partly): {row['error']}")
+    g4, g55 = _geomean(ratios["cortex-m4"]), _geomean(ratios["cortex-m55"])
+    lines += ["", f"Geometric mean of the ratios over the measured acceptance models "
+              f"({len(ratios['cortex-m4'])} on M4, {len(ratios['cortex-m55'])} on M55): "
+              f"M4 {_n(g4, 2)}, M55 {_n(g55, 2)}."]
     if skipped:
         lines += ["", "Not measured:", *skipped]
     return "\n".join(lines)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nn2c.api import compile_model
+from nn2c.api import CompileOptions, compile_model
 from nn2c.cli import main as cli_main
 from nn2c.errors import BuildError, UnsupportedOpError
 from nn2c.targets.cortexm_bench import bench_model
@@ -51,7 +51,7 @@ MODELS = [
 def test_model_on_qemu(model, target, tmp_path):
     path = model_path(model)
     try:
-        compiled = compile_model(path)
+        compiled = compile_model(path, CompileOptions(target=target))  # what bench_model compiles
     except UnsupportedOpError as exc:
         pytest.skip(f"SKIPPED LOUDLY: {model} does not compile yet: {exc}")
     report = bench_model(path, target=target, count=3, seed=5, workdir=tmp_path, repeat=2)
@@ -63,7 +63,7 @@ def test_model_on_qemu(model, target, tmp_path):
             assert comparison.max_abs_diff == 0
     assert len(report.instructions) == 3 and min(report.instructions) > 0
     assert report.deterministic, (report.instructions, report.repeat_instructions)
-    assert report.macs > 0 and report.instructions_per_mac > 1
+    assert report.macs > 0 and report.instructions_per_mac > 0.1  # Helium: 16 MACs per VMLADAVA
 
     # per-layer profile: one entry per operator; operators with code call a kernel, aliases cost 0;
     # the buckets add up to the window
@@ -97,8 +97,37 @@ def test_model_on_qemu(model, target, tmp_path):
             frames[where.rsplit(":", 1)[-1]] = int(size)
     kernels = {call for layer in report.layers for call in layer.calls if call in frames}
     static = frames[f"{compiled.name}_invoke"] + max(frames[k] for k in kernels)
-    assert static <= report.stack_bytes < 16384
+    # painting sees only written bytes: a frame's spill slots of paths not taken stay unseen
+    assert static <= report.stack_bytes + 64 and report.stack_bytes < 16384
     assert report.warnings == []  # generated code and harness compile warning-free for Arm too
+
+
+# TFLM + CMSIS-NN instructions per inference (shared/docs/baseline-cortexm.md)
+TFLM_CMSIS = {
+    ("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4"): 7_697_707,
+    ("mlcommons_tiny/ad01_int8.tflite", "cortex-m4"): 582_878,
+    ("mlcommons_tiny/ad01_int8.tflite", "cortex-m55"): 149_903,
+}
+
+
+@pytest.mark.parametrize(("model", "target"), [("mlcommons_tiny/ad01_int8.tflite", "cortex-m4"),
+                                               ("mlcommons_tiny/ad01_int8.tflite", "cortex-m55")])
+def test_simd_kernels_beat_portable_and_tflm(model, target, tmp_path):
+    """The target's DSP / MVE kernels: bit-exact with TFLM in QEMU, fewer instructions than the
+    portable kernels on the same core and than TFLM + CMSIS-NN."""
+    path = model_path(model)
+    simd = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "simd")
+    portable = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "portable",
+                           options=CompileOptions(target="host"))
+    for report in (simd, portable):
+        assert report.reference == "tflm" and report.passed()
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    calls = {call for layer in simd.layers for call in layer.calls}
+    assert calls == {"nn2c_fc_s8_simd"}, calls
+    print(f"{model} {target}: {simd.instructions_per_inference:,} instructions with SIMD kernels, "
+          f"{portable.instructions_per_inference:,} portable, {TFLM_CMSIS[(model, target)]:,} TFLM+CMSIS-NN")
+    assert simd.instructions_per_inference < 0.5 * portable.instructions_per_inference
+    assert simd.instructions_per_inference < TFLM_CMSIS[(model, target)]
 
 
 def test_cli_bench_json():

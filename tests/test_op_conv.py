@@ -196,14 +196,15 @@ def test_conv_int16x8_int32_bias(tmp_path: Path):
     cases = [(CONV_CASES[i], False) for i in (1, 3, 7, 10)]
     _assert_matches(_quantized_model(cases, "int16", 4, bias_dtype="int32"), tmp_path)
 
-def _assert_matches(model: bytes, tmp_path: Path, reference: str = "tflm", records: int = 3) -> None:
+def _assert_matches(model: bytes, tmp_path: Path, reference: str = "tflm", records: int = 3,
+                    target: str = "host") -> None:
     """Multi-op models: the greedy arena planner (the exact one spends its time limit on many
     simultaneously live inputs, which is no concern of these tests). Hybrids use LiteRT's reference
     kernels as the oracle, since TFLite Micro refuses them."""
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
     report = verify_model(path, count=records, references=(reference,), float_rtol=1e-6, float_atol=1e-7,
-                          workdir=tmp_path / "model_c", options=CompileOptions(planner="greedy"))
+                          workdir=tmp_path / "model_c", options=CompileOptions(planner="greedy", target=target))
     assert reference not in report.skipped, report.skipped
     bad = [c for c in report.comparisons if c.mismatches]
     assert report.comparisons and not bad, [(c.output, c.mismatches, c.max_abs_diff, c.max_rel_diff) for c in bad]
@@ -297,3 +298,61 @@ def test_pad_folded_into_conv(tmp_path: Path, depthwise: bool):
     assert [n.op for n in graph.nodes] == ["DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"]
     assert graph.nodes[0].attrs["explicit_padding"] == (2, 1, 0, 3)
     assert_matches_tflm(path, tmp_path, records=3)
+
+
+# --- the Cortex-M int8 kernels (kernels/nn2c_simd.*), run on the host ------------------------------
+# A host build of a Cortex-M target's output takes nn2c_simd.c's portable branch with that target's
+# filter layout, folded bias and per-channel order: it checks the compile-time side bit for bit;
+# tests/test_cortexm.py runs the DSP and MVE branches in QEMU.
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_kernels_on_host(tmp_path: Path, target: str):
+    cases = [(c, False) for c in CONV_CASES] + [(c, True) for c in DEPTHWISE_CASES]
+    model = _quantized_model(cases, "int8", 21)
+    _assert_matches(model, tmp_path, target=target)
+    path = tmp_path / "model.tflite"
+    files = compile_model(path, CompileOptions(planner="greedy", target=target)).files
+    assert any(name.endswith("nn2c_simd.c") for name in files)
+    host = compile_model(path, CompileOptions(planner="greedy")).files
+    assert not any("simd" in name for name in host)  # the host keeps the portable kernels
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_add_on_host(tmp_path: Path, target: str):
+    """Same-shape int8 ADD takes nn2c_add_s8_simd on Cortex-M targets (the residual adds of ResNets)."""
+    b = ModelBuilder()
+    shape = (1, 5, 7, 9)
+    x1 = b.tensor("int8", shape, scale=0.05, zero_point=-3)
+    x2 = b.tensor("int8", shape, scale=0.11, zero_point=7)
+    y = b.tensor("int8", shape, scale=0.09, zero_point=-12)
+    b.op("ADD", [x1, x2], [y], {"fused_activation_function": "RELU"})
+    z = b.tensor("int8", shape, scale=0.02, zero_point=100)
+    b.op("ADD", [y, x2], [z], {"fused_activation_function": "NONE"})
+    _assert_matches(b.build([x1, x2], [z]), tmp_path, target=target, records=4)
+
+
+def _mbqm_reference(x: int, multiplier: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier (gemmlowp's double rounding), in Python integers."""
+    x = ((x << max(shift, 0)) + 2**31) % 2**32 - 2**31
+    product = x * multiplier
+    nudge = 2**30 if product >= 0 else 1 - 2**30
+    high = abs(product + nudge) // 2**31 * (1 if product + nudge >= 0 else -1)
+    exponent = max(-shift, 0)
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> exponent) + (1 if (high & mask) > threshold else 0)
+
+
+def test_fused_requant_rounding_matches_two_step():
+    """nn2c_simd_requant's one 64-bit sum equals TFLite's two roundings for negative shifts."""
+    from nn2c.codegen.ops.conv import requant_rounding
+
+    rng = np.random.default_rng(0)
+    for i in range(20000):
+        multiplier = 2**30 if i % 11 == 0 else int(rng.integers(2**30, 2**31))
+        shift = -int(rng.integers(1, 32))
+        x = [int(rng.integers(-2**31, 2**31)), int(rng.integers(-70000, 70000)), int(rng.integers(-4, 5))][i % 3]
+        rounding = requant_rounding(np.array([shift]))
+        fused = (int(rounding[1 if x < 0 else 0]) + x * multiplier) >> 32 >> (-shift - 1)
+        assert fused == _mbqm_reference(x, multiplier, shift), (x, multiplier, shift)

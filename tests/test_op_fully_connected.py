@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nn2c.api import CompileOptions
+from nn2c.verify.compare import verify_model
 from tests.oracle_check import assert_matches_tflm
 from tests.tflite_builder import ModelBuilder
 
@@ -36,3 +38,25 @@ def test_float_fully_connected_with_relu6(tmp_path):
     y = b.tensor("float32", (2, 20))
     b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "RELU6"})
     assert_matches_tflm(b.build([x], [y]), tmp_path, records=4)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("batches,depth,units,activation", [(1, 640, 128, "RELU"), (3, 37, 5, "NONE"),
+                                                            (2, 16, 1, "RELU6"), (1, 23, 7, "RELU")])
+def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth, units, activation):
+    """The Cortex-M kernel (folded input offset, re-laid-out weights; nn2c_simd.c's portable branch
+    on the host) on odd depths and unit counts."""
+    rng = np.random.default_rng(depth + units)
+    b = ModelBuilder()
+    x = b.tensor("int8", (batches, depth), scale=float(rng.uniform(0.01, 0.2)), zero_point=[-128, 5, -20, 60][depth % 4])
+    w = b.tensor("int8", (units, depth), scale=float(rng.uniform(0.002, 0.02)), zero_point=0,
+                 data=rng.integers(-127, 128, (units, depth)))
+    bias = b.tensor("int32", (units,), scale=1e-4, zero_point=0, data=rng.integers(-3000, 3000, units))
+    y = b.tensor("int8", (batches, units), scale=float(rng.uniform(0.05, 0.5)), zero_point=int(rng.integers(-10, 10)))
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": activation})
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(b.build([x], [y]))
+    report = verify_model(path, count=3, references=("tflm",), workdir=tmp_path / "fc_c",
+                          options=CompileOptions(target=target))
+    assert "tflm" not in report.skipped, report.skipped
+    assert report.comparisons and not [c for c in report.comparisons if c.mismatches]

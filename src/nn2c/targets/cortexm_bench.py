@@ -118,7 +118,8 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
     if target not in cortexm.BOARDS:
         raise BuildError(f"unknown Cortex-M target {target!r}; choose one of {', '.join(cortexm.BOARDS)}")
     require_tools()  # before compiling: a missing cross toolchain or QEMU is the first thing to say
-    result = compile_model(model, options)
+    # the bench target's SIMD kernels unless the caller chose the options (e.g. target="host")
+    result = compile_model(model, options if options is not None else CompileOptions(target=target))
     graph = result.graph
     records = random_records(graph.inputs, count, seed)
     raw = [b"".join(_raw(array, value) for array, value in zip(record, graph.inputs, strict=True))

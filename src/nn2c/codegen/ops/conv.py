@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nn2c.codegen.context import EmitContext
+from nn2c.codegen.context import EmitContext, format_field
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import (
     float_activation_range,
@@ -37,8 +37,13 @@ from nn2c.codegen.ops.common import (
     zero_point,
 )
 from nn2c.ir import Node, Value
+from nn2c.quant.fixedpoint import quantize_multiplier
 
 LANES = 8  # output channels per float block (NN2C_CONV_LANES)
+
+# Cortex-M int8 kernels (kernels/nn2c_simd.*): filter layout (channels per group G, bytes per block KB)
+SIMD_LAYOUTS = {"cortex-m4": (2, 4), "cortex-m7": (2, 4), "cortex-m55": (4, 16)}
+DW_SIMD_MAX_TAPS = 64  # NN2C_DW_SIMD_MAX_TAPS
 
 
 @dataclass(frozen=True)
@@ -122,9 +127,7 @@ def _channel_scales(ctx: EmitContext, w: Value, channels: int, axis: int) -> lis
 
 
 def _quantized_multipliers(ctx: EmitContext, x: Value, out: Value, filter_scales: list[float]) -> tuple[str, str]:
-    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    real = [float(in_scale * np.float64(s) / out_scale) for s in filter_scales]
-    return multiplier_arrays(ctx, real)
+    return multiplier_arrays(ctx, _real_multipliers(x, out, filter_scales))
 
 
 def _check_int8_offsets(ctx: EmitContext, x: Value) -> None:
@@ -166,6 +169,83 @@ def _hybrid(ctx: EmitContext, node: Node, geom: Geometry, x: Value, w: Value, bi
     ctx.call(function, params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out), scratch)
 
 
+def simd_layout(ctx: EmitContext) -> tuple[int, int] | None:
+    """(G, KB) of the target's int8 matrix-product kernels, None on the host (portable kernels)."""
+    return SIMD_LAYOUTS.get(ctx.target)
+
+
+def pack_gemm_filter(rows: np.ndarray, group: int, block: int) -> np.ndarray:
+    """[out_c, depth] int8 -> [out_c / G][depth_padded / KB][G][KB], zero-padded (nn2c_simd.h)."""
+    out_c, depth = rows.shape
+    groups, blocks = -(-out_c // group), -(-depth // block)
+    padded = np.zeros((groups * group, blocks * block), dtype=np.int8)
+    padded[:out_c, :depth] = rows
+    packed = padded.reshape(groups, group, blocks, block).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(packed).reshape(-1)
+
+
+def folded_bias(bias: np.ndarray | None, rows: np.ndarray, input_offset: int, channels: int,
+                pad_to: int = 4) -> np.ndarray:
+    """bias + input_offset * sum(filter row) per channel, wrapped to int32 as the kernels' sums are,
+    zero-padded to whole groups of pad_to channels."""
+    total = rows.reshape(channels, -1).astype(np.int64).sum(axis=1) * int(input_offset)
+    if bias is not None:
+        total += np.asarray(bias, dtype=np.int64).reshape(-1)
+    wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+    return pad_channels(wrapped, pad_to)
+
+
+def pad_channels(array: np.ndarray, pad_to: int = 4) -> np.ndarray:
+    """A per-channel int32 array zero-padded to a multiple of pad_to entries (vector loads)."""
+    array = np.asarray(array, dtype=np.int32).reshape(-1)
+    size = -(-array.size // pad_to) * pad_to
+    return np.concatenate([array, np.zeros(size - array.size, dtype=np.int32)])
+
+
+def requant_rounding(shifts: np.ndarray) -> np.ndarray:
+    """Per channel 2^30 + 2^(30 - shift) and that - 2^31 (for negative accumulators) when shift < 0,
+    else 0, 0: both roundings of TFLite's MultiplyByQuantizedMultiplier in one 64-bit constant
+    (nn2c_simd_requant)."""
+    pairs = [((1 << 30) + (1 << (30 - int(s))), (1 << 30) + (1 << (30 - int(s))) - (1 << 31)) if s < 0 else (0, 0)
+             for s in shifts]
+    return np.array(pairs, dtype=np.int64).reshape(-1)
+
+
+def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str]:
+    """Q31 multipliers, shifts and roundings, zero-padded to whole groups of 4 channels."""
+    pairs = [quantize_multiplier(m) for m in real]
+    mantissas = pad_channels(np.array([m for m, _ in pairs], dtype=np.int32))
+    shifts = pad_channels(np.array([s for _, s in pairs], dtype=np.int32))
+    return (ctx.const_array(mantissas, "int32_t", "output multipliers"),
+            ctx.const_array(shifts, "int32_t", "output shifts"),
+            ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
+
+
+def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
+                output_offset: int, act_min: int, act_max: int) -> tuple[dict, str]:
+    """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product."""
+    layout = simd_layout(ctx)
+    assert layout is not None
+    group, block = layout
+    out_c, depth = rows.shape
+    bias_data = None if bias is None else np.asarray(bias.data)
+    bias_ident = ctx.const_array(folded_bias(bias_data, rows, input_offset, out_c), "int32_t",
+                                 "bias with the input offset folded in")
+    mult, shift, rounding = simd_multipliers(ctx, real)
+    packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
+    fields = {
+        "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
+        "rows_per_group": group, "k_block": block, "bias": bias_ident, "multipliers": mult, "shifts": shift,
+        "rounding": rounding, "output_offset": output_offset, "act_min": act_min, "act_max": act_max,
+    }
+    return fields, packed
+
+
+def _real_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
+    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
+    return [float(in_scale * np.float64(s) / out_scale) for s in filter_scales]
+
+
 def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:
     """OHWI -> [group][block of LANES output channels][H][W][I][LANES], zero-padded lanes."""
     out_c, fh, fw, fic = w.shape
@@ -200,8 +280,11 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
     if dtypes == ("int8", "int8", "int8"):
         _check_int8_offsets(ctx, x)
         _bias_check(ctx, bias, ("int32",), out_c)
-        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 0))
         act_min, act_max = int_activation_range(ctx, activation, out)
+        if simd_layout(ctx) and groups == 1 and w.is_constant and (bias is None or bias.is_constant):
+            _conv_s8_simd(ctx, geom, x, w, bias, out, act_min, act_max)
+            return
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 0))
         params = ctx.params_struct("nn2c_conv_s8_params_t", {
             "g": geom.initializer(), "groups": groups,
             "input_offset": -zero_point(x), "output_offset": zero_point(out),
@@ -227,10 +310,10 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
         if not w.is_constant:
             raise ctx.unsupported("float CONV_2D needs a constant filter (it is re-laid out at compile time)")
         _bias_check(ctx, bias, ("float32",), out_c)
-        act_min, act_max = float_activation_range(ctx, activation)
+        f_min, f_max = float_activation_range(ctx, activation)
         packed = ctx.weight(w, _pack_float_filter(np.asarray(w.data, dtype=np.float32), groups), "float")
         params = ctx.params_struct("nn2c_conv_f32_params_t", {
-            "g": geom.initializer(), "groups": groups, "act_min": act_min, "act_max": act_max,
+            "g": geom.initializer(), "groups": groups, "act_min": f_min, "act_max": f_max,
         })
         ctx.call("nn2c_conv_f32", params, ctx.ptr(x), packed, ctx.ptr(bias), ctx.ptr(out))
         return
@@ -266,8 +349,17 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
     if dtypes == ("int8", "int8", "int8"):
         _check_int8_offsets(ctx, x)
         _bias_check(ctx, bias, ("int32",), out_c)
-        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 3))
         act_min, act_max = int_activation_range(ctx, activation, out)
+        constant = w.is_constant and (bias is None or bias.is_constant)
+        if simd_layout(ctx) and constant and geom.in_c == 1:
+            # one input channel: a CONV_2D with out_c filters of depth 1 (1HWO is OHWI transposed)
+            _conv_s8_simd(ctx, geom, x, w, bias, out, act_min, act_max,
+                          rows=np.asarray(w.data, dtype=np.int8).reshape(-1, out_c).T, filter_axis=3)
+            return
+        if simd_layout(ctx) and constant and multiplier == 1 and filter_h * filter_w <= DW_SIMD_MAX_TAPS:
+            _dw_s8_simd(ctx, geom, x, w, bias, out, act_min, act_max)
+            return
+        mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 3))
         params = ctx.params_struct("nn2c_dwconv_s8_params_t", {
             "g": geom.initializer(), "depth_multiplier": multiplier,
             "input_offset": -zero_point(x), "output_offset": zero_point(out),
@@ -289,9 +381,9 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
 
     if dtypes == ("float32", "float32", "float32"):
         _bias_check(ctx, bias, ("float32",), out_c)
-        act_min, act_max = float_activation_range(ctx, activation)
+        f_min, f_max = float_activation_range(ctx, activation)
         params = ctx.params_struct("nn2c_dwconv_f32_params_t", {
-            "g": geom.initializer(), "depth_multiplier": multiplier, "act_min": act_min, "act_max": act_max,
+            "g": geom.initializer(), "depth_multiplier": multiplier, "act_min": f_min, "act_max": f_max,
         })
         ctx.call("nn2c_dwconv_f32", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
         return
@@ -301,3 +393,68 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     raise ctx.unsupported(f"input {dtypes[0]}, filter {dtypes[1]}, output {dtypes[2]} is not a supported combination")
+
+
+def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,
+                  act_min: int, act_max: int, rows: np.ndarray | None = None, filter_axis: int = 0) -> None:
+    """int8 CONV_2D as im2col pixel pairs x the re-laid-out filter (kernels/nn2c_simd.c); rows =
+    the filter as [out_c][filter_h * filter_w * in_c] (default: the OHWI filter itself)."""
+    ctx.use_kernel("simd")
+    if rows is None:
+        rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, -1)
+    rows = np.ascontiguousarray(rows)
+    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
+    fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max)
+    params = ctx.params_struct("nn2c_conv_simd_params_t", {
+        "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
+        "g": geom.initializer(), "pad_value": zero_point(x),
+        "pointwise": int(geom.filter_h == geom.filter_w == geom.stride_h == geom.stride_w == 1
+                         and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w)),
+    })
+    depth = rows.shape[1]
+    if ctx.target in ("cortex-m4", "cortex-m7"):  # a pixel pair as int16, + an int8 im2col row
+        direct = geom.filter_h == geom.filter_w == 1 and geom.pad_h == geom.pad_w == 0
+        scratch = ctx.scratch(4 * fields["depth_padded"] + (0 if direct else depth))
+    else:
+        scratch = ctx.scratch(2 * depth)
+    ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+
+
+def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,
+                act_min: int, act_max: int) -> None:
+    """int8 DEPTHWISE_CONV_2D, depth multiplier 1, 4 (DSP) or 8 (MVE) channels at a time (nn2c_simd.c)."""
+    ctx.use_kernel("simd")
+    lanes = 8 if ctx.target == "cortex-m55" else 4
+    data = np.asarray(w.data, dtype=np.int8).reshape(-1, geom.out_c)  # [taps][channels]
+    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
+    pairs = [quantize_multiplier(m) for m in real]
+    bias_data = None if bias is None else np.asarray(bias.data)
+    per_channel = {
+        "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, lanes),
+        "multipliers": pad_channels(np.array([m for m, _ in pairs], dtype=np.int32), lanes),
+        "shifts": pad_channels(np.array([s for _, s in pairs], dtype=np.int32), lanes),
+    }
+    if lanes == 8:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
+        order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
+        per_channel = {k: v[order] for k, v in per_channel.items()}
+    per_channel["rounding"] = requant_rounding(per_channel["shifts"])
+    comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
+                "shifts": "output shifts", "rounding": "output rounding constants"}
+    idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
+              for k, v in per_channel.items()}
+    params = ctx.params_struct("nn2c_dw_simd_params_t", {
+        "g": geom.initializer(), "pad_value": zero_point(x), **idents,
+        "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
+    })
+    scratch = ctx.scratch(geom.in_c)
+    packed = ctx.const_array(pack_dw_filter(data, lanes), "int8_t", f"depthwise filter, groups of {lanes} channels")
+    ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+
+
+def pack_dw_filter(taps_by_channel: np.ndarray, lanes: int) -> np.ndarray:
+    """[taps][channels] int8 -> [channels / L][taps][L], zero-padded channels (nn2c_simd.h)."""
+    taps, channels = taps_by_channel.shape
+    groups = -(-channels // lanes)
+    padded = np.zeros((taps, groups * lanes), dtype=np.int8)
+    padded[:, :channels] = taps_by_channel
+    return np.ascontiguousarray(padded.reshape(taps, groups, lanes).transpose(1, 0, 2)).reshape(-1)

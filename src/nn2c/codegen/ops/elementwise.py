@@ -173,6 +173,10 @@ def add(node: Node, ctx: EmitContext) -> None:
     if dtype in ("int8", "int16"):
         _require_dtypes(ctx, [a, b, out], dtype)
         _require_per_tensor(ctx, [a, b, out])
+        if (ctx.target != "host" and dtype == "int8" and a.type.shape == b.type.shape == out.type.shape
+                and out.type.num_elements > 0):
+            _add_s8_simd(ctx, node, a, b, out)
+            return
         _emit_binary(ctx, f"nn2c_add_{_SUFFIX[dtype]}", "nn2c_add_q_params_t", _add_q_fields(ctx, node, a, b, out),
                      a, b, out)
     elif dtype == "float32":
@@ -203,6 +207,26 @@ def _add_q_fields(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) 
         "output_multiplier": mo, "output_shift": sho,
         "act_min": act_min, "act_max": act_max,
     }
+
+
+def _add_s8_simd(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -> None:
+    """Cortex-M: same-shape int8 ADD without the broadcast walk (kernels/nn2c_simd.c; MVE: 4 lanes)."""
+    from nn2c.codegen.ops.conv import requant_rounding
+
+    fields = _add_q_fields(ctx, node, a, b, out)
+    shifts = [fields["input1_shift"], fields["input2_shift"], fields["output_shift"]]
+    ctx.use_kernel("simd")
+    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h
+    params = ctx.params_struct("nn2c_add_simd_params_t", {
+        "count": out.type.num_elements,
+        "input1_offset": fields["input1_offset"], "input2_offset": fields["input2_offset"],
+        "output_offset": fields["output_offset"],
+        "multipliers": [fields["input1_multiplier"], fields["input2_multiplier"], fields["output_multiplier"]],
+        "shifts": shifts,
+        "rounding": [int(r) for r in requant_rounding(np.array(shifts))],
+        "act_min": fields["act_min"], "act_max": fields["act_max"],
+    })
+    ctx.call("nn2c_add_s8_simd", params, ctx.ptr(a), ctx.ptr(b), ctx.ptr(out))
 
 
 # --- MUL -----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from math import prod
 
 import numpy as np
 
-from nn2c.codegen.context import EmitContext
+from nn2c.codegen.context import EmitContext, format_field
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import (
     float_activation_range,
@@ -20,6 +20,7 @@ from nn2c.codegen.ops.common import (
     scales,
     zero_point,
 )
+from nn2c.codegen.ops.conv import gemm_fields, simd_layout
 from nn2c.ir import Node
 
 
@@ -43,8 +44,22 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
     if x.type.dtype == "int8" and w.type.dtype == "int8" and out.type.dtype == "int8":
         in_scale, out_scale = scale(x), scale(out)
         real = [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)]
-        mult, shift = multiplier_arrays(ctx, real)
         act_min, act_max = int_activation_range(ctx, activation, out)
+        if simd_layout(ctx) and zero_point(w) == 0 and (bias is None or bias.is_constant):
+            # Cortex-M: the input offset folded into the bias, the filter re-laid out (nn2c_simd.c)
+            ctx.use_kernel("simd")
+            ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
+            rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
+            per_channel = real if len(real) > 1 else real * output_depth
+            fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),
+                                         act_min, act_max)
+            params = ctx.params_struct("nn2c_fc_simd_params_t", {
+                "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
+                "batches": batches,
+            })
+            ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
+            return
+        mult, shift = multiplier_arrays(ctx, real)
         params = ctx.params_struct("nn2c_fc_s8_params_t", {
             **dims,
             "input_offset": -zero_point(x),

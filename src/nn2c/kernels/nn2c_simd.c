@@ -1,0 +1,743 @@
+/* Cortex-M int8 kernels: see nn2c_simd.h for the folded bias, the filter layout and the order. */
+#include "nn2c_simd.h"
+
+#include <string.h>
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define NN2C_SIMD_MVE 1
+#include <arm_mve.h>
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define NN2C_SIMD_DSP 1
+#include <arm_acle.h>
+#endif
+
+/* --- shared helpers ---------------------------------------------------------------------------- */
+
+NN2C_INLINE int32_t nn2c_simd_ld32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4); /* one LDR: Cortex-M4/M7/M55 load unaligned words */
+    return v;
+}
+
+NN2C_INLINE void nn2c_simd_st32(int8_t *p, int32_t v) {
+    memcpy(p, &v, 4);
+}
+
+/* Copy / fill n bytes a word at a time (newlib-nano's memcpy and memset go byte by byte). */
+static void nn2c_simd_copy(int8_t *dst, const int8_t *src, int32_t n) {
+    for (; n >= 4; n -= 4, dst += 4, src += 4) nn2c_simd_st32(dst, nn2c_simd_ld32(src));
+    for (; n > 0; --n) *dst++ = *src++;
+}
+
+static void nn2c_simd_fill(int8_t *dst, int32_t word, int32_t n) {
+    for (; n >= 4; n -= 4, dst += 4) nn2c_simd_st32(dst, word);
+    for (; n > 0; --n) *dst++ = (int8_t)word;
+}
+
+NN2C_INLINE int32_t nn2c_simd_splat(int32_t value) {
+    return (int32_t)(((uint32_t)value & 0xFFu) * 0x01010101u);
+}
+
+/* TFLite's MultiplyByQuantizedMultiplier for multipliers in [0, 2^31) (QuantizeMultiplier's range):
+ * SaturatingRoundingDoublingHighMul never saturates then and equals floor((a * b + 2^30) / 2^31)
+ * (gemmlowp's nudge for negative products rounds the same way), then RoundingDivideByPOT. */
+NN2C_INLINE int32_t nn2c_simd_mbqm(int32_t acc, int32_t multiplier, int32_t shift) {
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((uint32_t)acc << left);
+    const int32_t high = (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
+}
+
+/* The output stage of one layer, kept in locals (int8 stores could alias the parameter struct). */
+typedef struct {
+    const int32_t *multipliers;
+    const int32_t *shifts;
+    const int64_t *rounding;
+    int32_t offset, lo, hi;
+} nn2c_simd_out_t;
+
+/* Requantise, offset, clamp. For shift = -r < 0 both roundings fold into one 64-bit sum:
+ * floor((floor((x m + 2^30) / 2^31) + 2^(r-1) - [x < 0]) / 2^r)
+ *   = (x m + rounding - [x < 0] 2^31) >> (31 + r), rounding = 2^30 + 2^(30+r) (compile time);
+ * [x < 0] equals RoundingDivideByPOT's [high < 0] except when high = 0, where both give 0
+ * (multipliers are >= 2^30). rounding[2c + [x < 0]] holds the constant minus [x < 0] 2^31. */
+NN2C_INLINE int32_t nn2c_simd_requant(const nn2c_simd_out_t *o, int32_t acc, int32_t c) {
+    const int32_t shift = o->shifts[c];
+    int32_t y;
+    if (shift < 0) {
+        const int64_t v = o->rounding[2 * c + (int32_t)((uint32_t)acc >> 31)] + (int64_t)acc * o->multipliers[c];
+        y = (int32_t)(v >> 32) >> (-shift - 1);
+    } else {
+        y = nn2c_simd_mbqm(acc, o->multipliers[c], shift);
+    }
+    y += o->offset;
+    y = y < o->lo ? o->lo : y;
+    return y > o->hi ? o->hi : y;
+}
+
+NN2C_INLINE nn2c_simd_out_t nn2c_simd_out(const int32_t *multipliers, const int32_t *shifts, const int64_t *rounding,
+                                          int32_t offset, int32_t lo, int32_t hi) {
+    nn2c_simd_out_t o;
+    o.multipliers = multipliers;
+    o.shifts = shifts;
+    o.rounding = rounding;
+    o.offset = offset;
+    o.lo = lo;
+    o.hi = hi;
+    return o;
+}
+
+#define NN2C_GEMM_OUT(m) \
+    nn2c_simd_out((m)->multipliers, (m)->shifts, (m)->rounding, (m)->output_offset, (m)->act_min, (m)->act_max)
+
+#if defined(NN2C_SIMD_MVE)
+/* The same requantisation on 4 lanes: VQRDMULH is SaturatingRoundingDoublingHighMul; VRSHL by a
+ * negative amount rounds half up, one less for negative values (and non-zero shifts) makes it
+ * round half away from zero as RoundingDivideByPOT does. */
+NN2C_INLINE int32x4_t nn2c_mve_requant(int32x4_t acc, const int32_t *multipliers, const int32_t *shifts,
+                                       int32_t output_offset, int32_t act_min, int32_t act_max) {
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t shift = vldrwq_s32(shifts);
+    const int32x4_t right = vminq_s32(shift, zero);
+    acc = vshlq_s32(acc, vmaxq_s32(shift, zero));
+    acc = vqrdmulhq_s32(acc, vldrwq_s32(multipliers));
+    acc = vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31));
+    acc = vrshlq_s32(acc, right);
+    acc = vaddq_n_s32(acc, output_offset);
+    acc = vmaxq_s32(acc, vdupq_n_s32(act_min));
+    return vminq_s32(acc, vdupq_n_s32(act_max));
+}
+
+NN2C_INLINE int32x4_t nn2c_mve_lanes(int32_t a, int32_t b, int32_t c, int32_t d) {
+    int32x4_t v = vdupq_n_s32(a);
+    v = vsetq_lane_s32(b, v, 1);
+    v = vsetq_lane_s32(c, v, 2);
+    return vsetq_lane_s32(d, v, 3);
+}
+
+NN2C_INLINE void nn2c_mve_store4(int8_t *out, int32x4_t v, int32_t count) {
+    if (count >= 4) {
+        vstrbq_s32(out, v);
+    } else {
+        vstrbq_p_s32(out, v, vctp32q((uint32_t)count));
+    }
+}
+#endif
+
+#if defined(NN2C_SIMD_DSP)
+/* SXTB16 of the odd bytes (GCC 12's arm_acle.h has no __ror to fold into it). */
+NN2C_INLINE int32_t nn2c_sxtb16_ror8(int32_t x) {
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+
+/* The low n (1..3) bytes of a word, zero above: the last, partial block of a left-operand row. */
+NN2C_INLINE int32_t nn2c_simd_ld_partial(const int8_t *p, int32_t n) {
+    uint32_t v = 0;
+    for (int32_t i = 0; i < n; ++i) v |= (uint32_t)(uint8_t)p[i] << (8 * i);
+    return (int32_t)v;
+}
+#endif
+
+/* --- matrix product: rows of the left operand x all output channels ----------------------------- */
+
+#if !defined(NN2C_SIMD_MVE) && !defined(NN2C_SIMD_DSP)
+/* Portable: any layout (hosts run the Cortex-M layouts through it). Wrapping uint32 sums: the
+ * folded bias may take intermediate sums where the reference's do not go. */
+static void nn2c_gemm_rows(const nn2c_gemm_s8_t *m, const int8_t *lhs, int32_t rows, int32_t lhs_stride,
+                           const int8_t *w, int8_t *out, int32_t out_stride) {
+    const int32_t G = m->rows_per_group, KB = m->k_block;
+    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
+    for (int32_t r = 0; r < rows; ++r) {
+        const int8_t *x = lhs + r * lhs_stride;
+        for (int32_t c = 0; c < m->out_c; ++c) {
+            const int8_t *wg = w + (c / G) * G * m->depth_padded + (c % G) * KB;
+            uint32_t acc = (uint32_t)m->bias[c];
+            for (int32_t k = 0; k < m->depth; ++k) {
+                acc += (uint32_t)((int32_t)x[k] * (int32_t)wg[(k / KB) * G * KB + k % KB]);
+            }
+            out[r * out_stride + c] = (int8_t)nn2c_simd_requant(&o, (int32_t)acc, c);
+        }
+    }
+}
+#endif
+
+#if defined(NN2C_SIMD_DSP)
+/* G = 2, KB = 4. Two rows x two channels per step: 4 words in, 8 SXTB16, 8 SMLAD (16 MACs). */
+#define NN2C_DSP_EXT(v, e, o) \
+    const int32_t e = __sxtb16(v); \
+    const int32_t o = nn2c_sxtb16_ror8(v)
+
+static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
+                            int8_t *o0, int8_t *o1) {
+    const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
+    const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
+    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
+    for (int32_t c = 0; c < out_c; c += 2, w += group_bytes) {
+        int32_t s00 = m->bias[c], s01 = m->bias[c + 1];
+        int32_t s10 = s00, s11 = s01;
+        const int8_t *x0 = a0, *x1 = a1, *wp = w;
+        const int8_t *const x0_end = a0 + 4 * blocks; /* no counter: one register less in the loop */
+        while (x0 != x0_end) {
+            const int32_t v0 = nn2c_simd_ld32(x0), v1 = nn2c_simd_ld32(x1);
+            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+            x0 += 4;
+            x1 += 4;
+            wp += 8;
+            NN2C_DSP_EXT(v0, v0e, v0o);
+            NN2C_DSP_EXT(v1, v1e, v1o);
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            s00 = __smlad(v0e, w0e, s00);
+            s00 = __smlad(v0o, w0o, s00);
+            s10 = __smlad(v1e, w0e, s10);
+            s10 = __smlad(v1o, w0o, s10);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            s01 = __smlad(v0e, w1e, s01);
+            s01 = __smlad(v0o, w1o, s01);
+            s11 = __smlad(v1e, w1e, s11);
+            s11 = __smlad(v1o, w1o, s11);
+        }
+        if (tail) {
+            const int32_t v0 = nn2c_simd_ld_partial(x0, tail), v1 = nn2c_simd_ld_partial(x1, tail);
+            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+            NN2C_DSP_EXT(v0, v0e, v0o);
+            NN2C_DSP_EXT(v1, v1e, v1o);
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            s00 = __smlad(v0o, w0o, __smlad(v0e, w0e, s00));
+            s10 = __smlad(v1o, w0o, __smlad(v1e, w0e, s10));
+            s01 = __smlad(v0o, w1o, __smlad(v0e, w1e, s01));
+            s11 = __smlad(v1o, w1o, __smlad(v1e, w1e, s11));
+        }
+        o0[c] = (int8_t)nn2c_simd_requant(&o, s00, c);
+        o1[c] = (int8_t)nn2c_simd_requant(&o, s10, c);
+        if (c + 1 < out_c) {
+            o0[c + 1] = (int8_t)nn2c_simd_requant(&o, s01, c + 1);
+            o1[c + 1] = (int8_t)nn2c_simd_requant(&o, s11, c + 1);
+        }
+    }
+}
+
+/* One row x four channels (two groups) per step. */
+static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
+    const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
+    const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
+    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
+    for (int32_t c = 0; c < out_c; c += 4, w += 2 * group_bytes) {
+        const int32_t groups = c + 2 < out_c ? 2 : 1;
+        const int8_t *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
+        int32_t s0 = m->bias[c], s1 = m->bias[c + 1], s2 = m->bias[c + 2], s3 = m->bias[c + 3];
+        const int8_t *x0 = a0, *wp = w;
+        const int8_t *const x0_end = a0 + 4 * blocks;
+        while (x0 != x0_end) {
+            const int32_t v0 = nn2c_simd_ld32(x0);
+            x0 += 4;
+            NN2C_DSP_EXT(v0, v0e, v0o);
+            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            s0 = __smlad(v0e, w0e, s0);
+            s0 = __smlad(v0o, w0o, s0);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            s1 = __smlad(v0e, w1e, s1);
+            s1 = __smlad(v0o, w1o, s1);
+            const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
+            wp += 8;
+            wq += 8;
+            NN2C_DSP_EXT(w2, w2e, w2o);
+            s2 = __smlad(v0e, w2e, s2);
+            s2 = __smlad(v0o, w2o, s2);
+            NN2C_DSP_EXT(w3, w3e, w3o);
+            s3 = __smlad(v0e, w3e, s3);
+            s3 = __smlad(v0o, w3o, s3);
+        }
+        if (tail) {
+            const int32_t v0 = nn2c_simd_ld_partial(x0, tail);
+            NN2C_DSP_EXT(v0, v0e, v0o);
+            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+            const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            NN2C_DSP_EXT(w2, w2e, w2o);
+            NN2C_DSP_EXT(w3, w3e, w3o);
+            s0 = __smlad(v0o, w0o, __smlad(v0e, w0e, s0));
+            s1 = __smlad(v0o, w1o, __smlad(v0e, w1e, s1));
+            s2 = __smlad(v0o, w2o, __smlad(v0e, w2e, s2));
+            s3 = __smlad(v0o, w3o, __smlad(v0e, w3e, s3));
+        }
+        const int32_t acc[4] = {s0, s1, s2, s3};
+        const int32_t n = out_c - c < 4 ? out_c - c : 4;
+        for (int32_t k = 0; k < n; ++k) o0[c + k] = (int8_t)nn2c_simd_requant(&o, acc[k], c + k);
+    }
+}
+#endif
+
+#if defined(NN2C_SIMD_DSP)
+/* Aligned words of the filter and of the expanded pixel pair (16-byte aligned arrays). */
+typedef int32_t nn2c_simd_word_t __attribute__((may_alias, aligned(4)));
+
+/* A row of n int8 values as SMLAD operands: per 4 values the even and the odd ones sign-extended
+ * to int16 pairs (SXTB16, SXTB16 ROR 8), written to dst[0], dst[1] of every 4-word block (the
+ * other two words hold the pair's other pixel); a partial last block is zero-filled. */
+static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst) {
+    for (; n >= 4; n -= 4, src += 4, dst += 4) {
+        const int32_t v = nn2c_simd_ld32(src);
+        dst[0] = __sxtb16(v);
+        dst[1] = nn2c_sxtb16_ror8(v);
+    }
+    if (n > 0) {
+        const int32_t v = nn2c_simd_ld_partial(src, n);
+        dst[0] = __sxtb16(v);
+        dst[1] = nn2c_sxtb16_ror8(v);
+    }
+}
+
+/* Two expanded pixels x two channels per step: 6 words in (LDRD), 4 SXTB16, 8 SMLAD. */
+static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair, const int8_t *w, int8_t *o0,
+                             int8_t *o1) {
+    const int32_t blocks = m->depth_padded >> 2;
+    const int32_t out_c = m->out_c;
+    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+    for (int32_t c = 0; c < out_c; c += 2) {
+        int32_t s00 = m->bias[c], s01 = m->bias[c + 1];
+        int32_t s10 = s00, s11 = s01;
+        const nn2c_simd_word_t *x = pair;
+        const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
+        while (x != x_end) {
+            const int32_t w0 = wp[0], w1 = wp[1];
+            const int32_t x0e = x[0], x0o = x[1], x1e = x[2], x1o = x[3];
+            wp += 2;
+            x += 4;
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            s00 = __smlad(x0e, w0e, s00);
+            s00 = __smlad(x0o, w0o, s00);
+            s10 = __smlad(x1e, w0e, s10);
+            s10 = __smlad(x1o, w0o, s10);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            s01 = __smlad(x0e, w1e, s01);
+            s01 = __smlad(x0o, w1o, s01);
+            s11 = __smlad(x1e, w1e, s11);
+            s11 = __smlad(x1o, w1o, s11);
+        }
+        o0[c] = (int8_t)nn2c_simd_requant(&o, s00, c);
+        o1[c] = (int8_t)nn2c_simd_requant(&o, s10, c);
+        if (c + 1 < out_c) {
+            o0[c + 1] = (int8_t)nn2c_simd_requant(&o, s01, c + 1);
+            o1[c + 1] = (int8_t)nn2c_simd_requant(&o, s11, c + 1);
+        }
+    }
+}
+#endif
+
+#if defined(NN2C_SIMD_MVE)
+/* G = 4, KB = 16. Two rows x four channels per step: 6 vector loads, 8 VMLADAVA (128 MACs);
+ * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded. */
+static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
+                            int8_t *o0, int8_t *o1) {
+    const int32_t blocks = m->depth >> 4, tail = m->depth & 15;
+    const int32_t group_bytes = 4 * m->depth_padded;
+    for (int32_t c = 0; c < m->out_c; c += 4, w += group_bytes) {
+        int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+        const int8_t *x0 = a0, *x1 = a1, *wp = w;
+        for (int32_t k = blocks; k > 0; --k) {
+            const int8x16_t v0 = vldrbq_s8(x0), v1 = vldrbq_s8(x1);
+            x0 += 16;
+            x1 += 16;
+            int8x16_t b = vldrbq_s8(wp);
+            s00 = vmladavaq_s8(s00, v0, b);
+            s10 = vmladavaq_s8(s10, v1, b);
+            b = vldrbq_s8(wp + 16);
+            s01 = vmladavaq_s8(s01, v0, b);
+            s11 = vmladavaq_s8(s11, v1, b);
+            b = vldrbq_s8(wp + 32);
+            s02 = vmladavaq_s8(s02, v0, b);
+            s12 = vmladavaq_s8(s12, v1, b);
+            b = vldrbq_s8(wp + 48);
+            s03 = vmladavaq_s8(s03, v0, b);
+            s13 = vmladavaq_s8(s13, v1, b);
+            wp += 64;
+        }
+        if (tail) {
+            const mve_pred16_t pred = vctp8q((uint32_t)tail);
+            const int8x16_t v0 = vldrbq_z_s8(x0, pred), v1 = vldrbq_z_s8(x1, pred);
+            int8x16_t b = vldrbq_s8(wp);
+            s00 = vmladavaq_s8(s00, v0, b);
+            s10 = vmladavaq_s8(s10, v1, b);
+            b = vldrbq_s8(wp + 16);
+            s01 = vmladavaq_s8(s01, v0, b);
+            s11 = vmladavaq_s8(s11, v1, b);
+            b = vldrbq_s8(wp + 32);
+            s02 = vmladavaq_s8(s02, v0, b);
+            s12 = vmladavaq_s8(s12, v1, b);
+            b = vldrbq_s8(wp + 48);
+            s03 = vmladavaq_s8(s03, v0, b);
+            s13 = vmladavaq_s8(s13, v1, b);
+        }
+        const int32x4_t bias = vldrwq_s32(m->bias + c);
+        const int32_t n = m->out_c - c;
+        int32x4_t r = vaddq_s32(nn2c_mve_lanes(s00, s01, s02, s03), bias);
+        r = nn2c_mve_requant(r, m->multipliers + c, m->shifts + c, m->output_offset, m->act_min, m->act_max);
+        nn2c_mve_store4(o0 + c, r, n);
+        r = vaddq_s32(nn2c_mve_lanes(s10, s11, s12, s13), bias);
+        r = nn2c_mve_requant(r, m->multipliers + c, m->shifts + c, m->output_offset, m->act_min, m->act_max);
+        nn2c_mve_store4(o1 + c, r, n);
+    }
+}
+
+static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
+    const int32_t blocks = m->depth >> 4, tail = m->depth & 15;
+    const int32_t group_bytes = 4 * m->depth_padded;
+    for (int32_t c = 0; c < m->out_c; c += 4, w += group_bytes) {
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        const int8_t *x0 = a0, *wp = w;
+        for (int32_t k = blocks; k > 0; --k) {
+            const int8x16_t v0 = vldrbq_s8(x0);
+            x0 += 16;
+            s0 = vmladavaq_s8(s0, v0, vldrbq_s8(wp));
+            s1 = vmladavaq_s8(s1, v0, vldrbq_s8(wp + 16));
+            s2 = vmladavaq_s8(s2, v0, vldrbq_s8(wp + 32));
+            s3 = vmladavaq_s8(s3, v0, vldrbq_s8(wp + 48));
+            wp += 64;
+        }
+        if (tail) {
+            const int8x16_t v0 = vldrbq_z_s8(x0, vctp8q((uint32_t)tail));
+            s0 = vmladavaq_s8(s0, v0, vldrbq_s8(wp));
+            s1 = vmladavaq_s8(s1, v0, vldrbq_s8(wp + 16));
+            s2 = vmladavaq_s8(s2, v0, vldrbq_s8(wp + 32));
+            s3 = vmladavaq_s8(s3, v0, vldrbq_s8(wp + 48));
+        }
+        int32x4_t r = vaddq_s32(nn2c_mve_lanes(s0, s1, s2, s3), vldrwq_s32(m->bias + c));
+        r = nn2c_mve_requant(r, m->multipliers + c, m->shifts + c, m->output_offset, m->act_min, m->act_max);
+        nn2c_mve_store4(o0 + c, r, m->out_c - c);
+    }
+}
+#endif
+
+#if !defined(NN2C_SIMD_MVE) && !defined(NN2C_SIMD_DSP)
+static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
+                            int8_t *o0, int8_t *o1) {
+    nn2c_gemm_rows(m, a0, 1, 0, w, o0, 0);
+    nn2c_gemm_rows(m, a1, 1, 0, w, o1, 0);
+}
+
+static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
+    nn2c_gemm_rows(m, a0, 1, 0, w, o0, 0);
+}
+#endif
+
+/* --- FULLY_CONNECTED ----------------------------------------------------------------------------- */
+
+void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                     int8_t *output) {
+    const nn2c_gemm_s8_t *m = &p->m;
+    int32_t b = 0;
+    for (; b + 2 <= p->batches; b += 2) {
+        nn2c_gemm_rows2(m, input + b * m->depth, input + (b + 1) * m->depth, packed_filter, output + b * m->out_c,
+                        output + (b + 1) * m->out_c);
+    }
+    if (b < p->batches) {
+        nn2c_gemm_rows1(m, input + b * m->depth, packed_filter, output + b * m->out_c);
+    }
+}
+
+/* --- CONV_2D ------------------------------------------------------------------------------------- */
+
+/* The im2col row of output pixel (oy, ox): filter_h x filter_w x in_c bytes, padding taps = pad. */
+static void nn2c_simd_im2col(const nn2c_conv_geom_t *g, int32_t pad, const int8_t *in_b, int32_t oy, int32_t ox,
+                             int8_t *row) {
+    const int32_t C = g->in_c;
+    const int32_t iy0 = oy * g->stride_h - g->pad_h, ix0 = ox * g->stride_w - g->pad_w;
+    const int32_t row_bytes = g->filter_w * C;
+    for (int32_t fy = 0; fy < g->filter_h; ++fy, row += row_bytes) {
+        const int32_t iy = iy0 + fy * g->dilation_h;
+        if (iy < 0 || iy >= g->in_h) {
+            nn2c_simd_fill(row, pad, row_bytes);
+            continue;
+        }
+        const int8_t *src = in_b + iy * g->in_w * C;
+        if (g->dilation_w == 1) {
+            int32_t fx0 = ix0 < 0 ? -ix0 : 0;
+            int32_t fx1 = g->in_w - ix0 < g->filter_w ? g->in_w - ix0 : g->filter_w;
+            if (fx1 < fx0) fx1 = fx0;
+            nn2c_simd_fill(row, pad, fx0 * C);
+            nn2c_simd_copy(row + fx0 * C, src + (ix0 + fx0) * C, (fx1 - fx0) * C);
+            nn2c_simd_fill(row + fx1 * C, pad, (g->filter_w - fx1) * C);
+        } else {
+            for (int32_t fx = 0; fx < g->filter_w; ++fx) {
+                const int32_t ix = ix0 + fx * g->dilation_w;
+                if (ix < 0 || ix >= g->in_w) {
+                    nn2c_simd_fill(row + fx * C, pad, C);
+                } else {
+                    nn2c_simd_copy(row + fx * C, src + ix * C, C);
+                }
+            }
+        }
+    }
+}
+
+#if defined(NN2C_SIMD_DSP)
+/* DSP: pixel pairs expanded to int16 once (scratch: 4 * depth_padded bytes, + depth bytes of im2col
+ * staging unless the filter is 1x1 without padding), so the inner loop extends only the filter. */
+void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                       int8_t *output, void *scratch) {
+    const nn2c_conv_geom_t *g = &p->g;
+    const nn2c_gemm_s8_t *m = &p->m;
+    nn2c_simd_word_t *pair = (nn2c_simd_word_t *)scratch;
+    int8_t *stage = (int8_t *)scratch + 4 * m->depth_padded;
+    const int32_t pad = nn2c_simd_splat(p->pad_value);
+    const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
+    int8_t *pending = NULL;
+    for (int32_t b = 0; b < g->batches; ++b) {
+        const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
+        for (int32_t oy = 0; oy < g->out_h; ++oy) {
+            for (int32_t ox = 0; ox < g->out_w; ++ox) {
+                int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * g->out_c;
+                const int8_t *row = stage;
+                if (direct) {
+                    row = in_b + (oy * g->stride_h * g->in_w + ox * g->stride_w) * g->in_c;
+                } else {
+                    nn2c_simd_im2col(g, pad, in_b, oy, ox, stage);
+                }
+                nn2c_dsp_expand(row, m->depth, pair + (pending ? 2 : 0));
+                if (pending) {
+                    nn2c_gemm_pair16(m, pair, packed_filter, pending, out);
+                    pending = NULL;
+                } else {
+                    pending = out;
+                }
+            }
+        }
+    }
+    if (pending) { /* an odd pixel out: pair it with itself */
+        for (int32_t k = 0; k < m->depth_padded; k += 4) {
+            pair[k + 2] = pair[k];
+            pair[k + 3] = pair[k + 1];
+        }
+        nn2c_gemm_pair16(m, pair, packed_filter, pending, pending);
+    }
+}
+#else
+void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                       int8_t *output, void *scratch) {
+    const nn2c_conv_geom_t *g = &p->g;
+    const nn2c_gemm_s8_t *m = &p->m;
+    const int32_t pad = nn2c_simd_splat(p->pad_value);
+    int8_t *rows[2];
+    rows[0] = (int8_t *)scratch;
+    rows[1] = rows[0] + m->depth;
+    int8_t *pending = NULL; /* output of the pixel waiting in rows[0] */
+    const int32_t pixels = g->batches * g->out_h * g->out_w;
+    const uintptr_t in_lo = (uintptr_t)input, in_hi = in_lo + (uintptr_t)(pixels * g->in_c);
+    const uintptr_t out_lo = (uintptr_t)output, out_hi = out_lo + (uintptr_t)(pixels * g->out_c);
+    if (p->pointwise && (out_hi <= in_lo || in_hi <= out_lo)) {
+        /* 1x1, stride 1, no padding, input and output apart: the pixels are the rows themselves
+         * (in place, the pair is copied first: the second pixel's output may cover the first's input) */
+        int32_t q = 0;
+        for (; q + 2 <= pixels; q += 2) {
+            const int8_t *x = input + q * g->in_c;
+            nn2c_gemm_rows2(m, x, x + g->in_c, packed_filter, output + q * g->out_c, output + (q + 1) * g->out_c);
+        }
+        if (q < pixels) nn2c_gemm_rows1(m, input + q * g->in_c, packed_filter, output + q * g->out_c);
+        return;
+    }
+    for (int32_t b = 0; b < g->batches; ++b) {
+        const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
+        for (int32_t oy = 0; oy < g->out_h; ++oy) {
+            for (int32_t ox = 0; ox < g->out_w; ++ox) {
+                int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * g->out_c;
+                nn2c_simd_im2col(g, pad, in_b, oy, ox, rows[pending != NULL]);
+                if (pending) {
+                    nn2c_gemm_rows2(m, rows[0], rows[1], packed_filter, pending, out);
+                    pending = NULL;
+                } else {
+                    pending = out;
+                }
+            }
+        }
+    }
+    if (pending) nn2c_gemm_rows1(m, rows[0], packed_filter, pending);
+}
+#endif
+
+/* --- DEPTHWISE_CONV_2D --------------------------------------------------------------------------- */
+
+/* Channels [c, c + 4) of one output pixel: taps[t] points at the pixel of tap t (or the zero-point
+ * row), wp at the channel group's filter, [n_taps][4] bytes. */
+#if defined(NN2C_SIMD_DSP)
+NN2C_INLINE void nn2c_dw_group(const int8_t *const *taps, int32_t n_taps, int32_t c, const int8_t *wp,
+                               const int32_t *bias, int32_t acc[4]) {
+    int32_t s0 = bias[0], s1 = bias[1], s2 = bias[2], s3 = bias[3];
+    for (int32_t t = 0; t < n_taps; ++t) {
+        const int32_t x = nn2c_simd_ld32(taps[t] + c), wv = nn2c_simd_ld32(wp + 4 * t);
+        NN2C_DSP_EXT(x, xe, xo);
+        NN2C_DSP_EXT(wv, we, wo);
+        s0 = __smlabb(xe, we, s0);
+        s2 = __smlatt(xe, we, s2);
+        s1 = __smlabb(xo, wo, s1);
+        s3 = __smlatt(xo, wo, s3);
+    }
+    acc[0] = s0;
+    acc[1] = s1;
+    acc[2] = s2;
+    acc[3] = s3;
+}
+#endif
+
+#if defined(NN2C_SIMD_MVE)
+/* Channels [c, c + 8): int16 lanes, VMULLB / VMULLT split them into even and odd channels
+ * (per-channel arrays are stored in that order per group of 8: 0 2 4 6 1 3 5 7). */
+NN2C_INLINE void nn2c_dw_group8(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                                const int8_t *const *taps, int32_t n_taps, int32_t c, const int8_t *wp, int8_t *out) {
+    const int32_t n = p->g.in_c - c;
+    int32x4_t even = vldrwq_s32(p->bias + c), odd = vldrwq_s32(p->bias + c + 4);
+    if (n >= 8) {
+        for (int32_t t = 0; t < n_taps; ++t) {
+            const int16x8_t x = vldrbq_s16(taps[t] + c), w = vldrbq_s16(wp + 8 * t);
+            even = vaddq_s32(even, vmullbq_int_s16(x, w));
+            odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+        }
+    } else {
+        const mve_pred16_t pred = vctp16q((uint32_t)n);
+        for (int32_t t = 0; t < n_taps; ++t) {
+            const int16x8_t x = vldrbq_z_s16(taps[t] + c, pred), w = vldrbq_s16(wp + 8 * t);
+            even = vaddq_s32(even, vmullbq_int_s16(x, w));
+            odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+        }
+    }
+    even = nn2c_mve_requant(even, p->multipliers + c, p->shifts + c, o->offset, o->lo, o->hi);
+    odd = nn2c_mve_requant(odd, p->multipliers + c + 4, p->shifts + c + 4, o->offset, o->lo, o->hi);
+    const int16x8_t y = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), even), odd);
+    if (n >= 8) {
+        vstrbq_s16(out + c, y);
+    } else {
+        vstrbq_p_s16(out + c, y, vctp16q((uint32_t)n));
+    }
+}
+#endif
+
+/* All channels of one output pixel. The filter is [channels / L][taps][L] (zero-padded channels),
+ * L = p->lanes: 4 (DSP, portable) or 8 (MVE). */
+NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                               const int8_t *const *taps, int32_t n_taps, const int8_t *filter, int8_t *out) {
+    const int32_t C = p->g.in_c;
+#if defined(NN2C_SIMD_MVE)
+    for (int32_t c = 0; c < C; c += 8, filter += 8 * n_taps) nn2c_dw_group8(p, o, taps, n_taps, c, filter, out);
+#elif defined(NN2C_SIMD_DSP)
+    int32_t c = 0;
+    for (; c + 4 <= C; c += 4, filter += 4 * n_taps) {
+        int32_t acc[4];
+        nn2c_dw_group(taps, n_taps, c, filter, p->bias + c, acc);
+        out[c] = (int8_t)nn2c_simd_requant(o, acc[0], c);
+        out[c + 1] = (int8_t)nn2c_simd_requant(o, acc[1], c + 1);
+        out[c + 2] = (int8_t)nn2c_simd_requant(o, acc[2], c + 2);
+        out[c + 3] = (int8_t)nn2c_simd_requant(o, acc[3], c + 3);
+    }
+    for (; c < C; ++c) { /* the last, partial group */
+        uint32_t acc = (uint32_t)p->bias[c];
+        for (int32_t t = 0; t < n_taps; ++t) {
+            acc += (uint32_t)((int32_t)taps[t][c] * (int32_t)filter[4 * t + (c & 3)]);
+        }
+        out[c] = (int8_t)nn2c_simd_requant(o, (int32_t)acc, c);
+    }
+#else
+    const int32_t L = p->lanes;
+    for (int32_t c = 0; c < C; ++c) {
+        const int32_t j = c % L;
+        /* per-channel arrays: in channel order for L = 4, even channels first per group for L = 8 */
+        const int32_t at = L == 8 ? c - j + (j & 1) * 4 + (j >> 1) : c;
+        const int8_t *wp = filter + (c / L) * L * n_taps + j;
+        uint32_t acc = (uint32_t)p->bias[at];
+        for (int32_t t = 0; t < n_taps; ++t) acc += (uint32_t)((int32_t)taps[t][c] * (int32_t)wp[L * t]);
+        out[c] = (int8_t)nn2c_simd_requant(o, (int32_t)acc, at);
+    }
+#endif
+}
+
+void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
+                     void *scratch) {
+    const nn2c_conv_geom_t *g = &p->g;
+    const int32_t C = g->in_c;
+    int8_t *zero_row = (int8_t *)scratch;
+    const int8_t *taps[NN2C_DW_SIMD_MAX_TAPS];
+    const int32_t n_taps = g->filter_h * g->filter_w;
+    const nn2c_simd_out_t o =
+        nn2c_simd_out(p->multipliers, p->shifts, p->rounding, p->output_offset, p->act_min, p->act_max);
+    nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
+    for (int32_t b = 0; b < g->batches; ++b) {
+        const int8_t *in_b = input + b * g->in_h * g->in_w * C;
+        for (int32_t oy = 0; oy < g->out_h; ++oy) {
+            const int32_t iy0 = oy * g->stride_h - g->pad_h;
+            for (int32_t ox = 0; ox < g->out_w; ++ox) {
+                const int32_t ix0 = ox * g->stride_w - g->pad_w;
+                int32_t t = 0;
+                for (int32_t fy = 0; fy < g->filter_h; ++fy) {
+                    const int32_t iy = iy0 + fy * g->dilation_h;
+                    const int row_inside = iy >= 0 && iy < g->in_h;
+                    for (int32_t fx = 0; fx < g->filter_w; ++fx, ++t) {
+                        const int32_t ix = ix0 + fx * g->dilation_w;
+                        taps[t] = row_inside && ix >= 0 && ix < g->in_w ? in_b + (iy * g->in_w + ix) * C : zero_row;
+                    }
+                }
+                int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
+                if (n_taps == 9) {
+                    nn2c_dw_pixel(p, &o, taps, 9, filter, out); /* 3x3: the tap loop unrolled */
+                } else {
+                    nn2c_dw_pixel(p, &o, taps, n_taps, filter, out);
+                }
+            }
+        }
+    }
+}
+
+/* --- ADD ----------------------------------------------------------------------------------------- */
+
+/* MultiplyByQuantizedMultiplierSmallerThanOneExp (shift <= 0), as nn2c_simd_requant. */
+NN2C_INLINE int32_t nn2c_simd_scale_down(int32_t x, int32_t multiplier, int32_t shift, const int64_t *rounding) {
+    if (shift < 0) {
+        const int64_t v = rounding[(uint32_t)x >> 31] + (int64_t)x * multiplier;
+        return (int32_t)(v >> 32) >> (-shift - 1);
+    }
+    return (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
+}
+
+void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, const int8_t *input2, int8_t *output) {
+    const int32_t n = p->count;
+    int32_t i = 0;
+#if defined(NN2C_SIMD_MVE)
+    {
+        const int32x4_t right1 = vdupq_n_s32(p->shifts[0]), right2 = vdupq_n_s32(p->shifts[1]);
+        const int32x4_t right_out = vdupq_n_s32(p->shifts[2]);
+        for (; i < n; i += 4) {
+            const mve_pred16_t pred = vctp32q((uint32_t)(n - i));
+            int32x4_t a = vshlq_n_s32(vaddq_n_s32(vldrbq_z_s32(input1 + i, pred), p->input1_offset), 20);
+            int32x4_t b = vshlq_n_s32(vaddq_n_s32(vldrbq_z_s32(input2 + i, pred), p->input2_offset), 20);
+            a = vqrdmulhq_n_s32(a, p->multipliers[0]);
+            a = vrshlq_s32(vqaddq_s32(a, vshrq_n_s32(vandq_s32(a, right1), 31)), right1);
+            b = vqrdmulhq_n_s32(b, p->multipliers[1]);
+            b = vrshlq_s32(vqaddq_s32(b, vshrq_n_s32(vandq_s32(b, right2), 31)), right2);
+            int32x4_t y = vqrdmulhq_n_s32(vaddq_s32(a, b), p->multipliers[2]);
+            y = vrshlq_s32(vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right_out), 31)), right_out);
+            y = vaddq_n_s32(y, p->output_offset);
+            y = vminq_s32(vmaxq_s32(y, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+            vstrbq_p_s32(output + i, y, pred);
+        }
+    }
+#else
+    const int32_t off1 = p->input1_offset, off2 = p->input2_offset, off_out = p->output_offset;
+    const int32_t m1 = p->multipliers[0], m2 = p->multipliers[1], mo = p->multipliers[2];
+    const int32_t s1 = p->shifts[0], s2 = p->shifts[1], so = p->shifts[2];
+    const int64_t *r1 = p->rounding, *r2 = p->rounding + 2, *ro = p->rounding + 4;
+    const int32_t lo = p->act_min, hi = p->act_max;
+    for (; i < n; ++i) {
+        const int32_t a = nn2c_simd_scale_down((int32_t)((uint32_t)(input1[i] + off1) << 20), m1, s1, r1);
+        const int32_t b = nn2c_simd_scale_down((int32_t)((uint32_t)(input2[i] + off2) << 20), m2, s2, r2);
+        int32_t y = nn2c_simd_scale_down((int32_t)((uint32_t)a + (uint32_t)b), mo, so, ro) + off_out;
+        y = y < lo ? lo : y;
+        output[i] = (int8_t)(y > hi ? hi : y);
+    }
+#endif
+}

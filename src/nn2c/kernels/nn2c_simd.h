@@ -1,0 +1,89 @@
+/* int8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED for Cortex-M: Arm DSP (SMLAD) and Helium (MVE).
+ *
+ * The same results as nn2c_conv / nn2c_fully_connected (TFLite Micro's reference arithmetic, bit
+ * for bit), computed differently:
+ * - the input offset is folded into the bias at compile time: sum w * (x + off) + b =
+ *   sum w * x + (b + off * sum w) (exact in int32 arithmetic modulo 2^32, as the reference's);
+ *   padding taps read the input zero point (x = -off), so they still contribute nothing;
+ * - CONV_2D and FULLY_CONNECTED are one matrix product: rows of the left operand are input pixels
+ *   (copied, im2col-style, two at a time into a scratch row pair) or input vectors, rows of the
+ *   right operand are the filters, re-laid out at compile time (nn2c_gemm_s8_t.rows_per_group):
+ *   groups of G output channels, each group [depth_padded / KB][G][KB] bytes (channel rows
+ *   interleaved block by block, zero-padded to whole blocks and groups). DSP: G = 2, KB = 4
+ *   (one word per SMLAD pair); MVE: G = 4, KB = 16 (one vector per VMLADAVA); the portable
+ *   fallback (hosts) reads any layout.
+ * - DEPTHWISE_CONV_2D (depth multiplier 1) runs 4 channels at a time over a table of tap pointers
+ *   (padding taps point at a row of zero points), the filter re-laid out per group of 4 channels.
+ * The arithmetic path is chosen by the compiler's feature macros (__ARM_FEATURE_MVE, then
+ * __ARM_FEATURE_DSP, else portable C99); the layout by `nn2c compile --target`, which must match.
+ * Output order: pixels in raster order; the two pixels of a pair are read into scratch before
+ * either is written, so in-place window rules (memory/inplace.py) hold.
+ */
+#ifndef NN2C_SIMD_H
+#define NN2C_SIMD_H
+#include "nn2c_common.h"
+#include "nn2c_conv.h"
+
+typedef struct {
+    int32_t out_c;           /* right-operand rows = output channels */
+    int32_t depth;           /* dot-product length */
+    int32_t depth_padded;    /* depth rounded up to k_block */
+    int32_t rows_per_group;  /* G */
+    int32_t k_block;         /* KB */
+    const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
+    const int32_t *multipliers;
+    const int32_t *shifts;
+    const int64_t *rounding; /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant) */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} nn2c_gemm_s8_t;
+
+/* FULLY_CONNECTED: batches rows of depth int8 values. */
+typedef struct {
+    nn2c_gemm_s8_t m;
+    int32_t batches;
+} nn2c_fc_simd_params_t;
+
+/* CONV_2D (one group): scratch of 2 * depth bytes (a pixel pair of im2col rows). */
+typedef struct {
+    nn2c_gemm_s8_t m;
+    nn2c_conv_geom_t g;
+    int32_t pad_value; /* input zero point: what a padding tap reads */
+    int32_t pointwise; /* 1x1, stride 1, no padding: rows read in place when output and input are apart */
+} nn2c_conv_simd_params_t;
+
+/* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row); filter
+ * re-laid out as [in_c / L][filter_h * filter_w][L] bytes (zero-padded channels). */
+typedef struct {
+    nn2c_conv_geom_t g;
+    int32_t pad_value;
+    const int32_t *bias; /* folded as above, over all filter taps */
+    const int32_t *multipliers;
+    const int32_t *shifts;
+    const int64_t *rounding;
+    int32_t output_offset;
+    int32_t act_min, act_max;
+    int32_t lanes; /* L, channels per filter group: 4 (DSP) or 8 (MVE; per-channel arrays 0 2 4 6 1 3 5 7) */
+} nn2c_dw_simd_params_t;
+
+#define NN2C_DW_SIMD_MAX_TAPS 64
+
+/* ADD of two int8 tensors of the same shape (TFLite's AddElementwise, left shift 20): each input
+ * (x + offset) << 20 is rescaled by a multiplier < 1, the sum by the output multiplier. */
+typedef struct {
+    int32_t count;
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t multipliers[3]; /* input 1, input 2, output */
+    int32_t shifts[3];      /* all <= 0 */
+    int64_t rounding[6];    /* as nn2c_gemm_s8_t.rounding, two per multiplier */
+    int32_t act_min, act_max;
+} nn2c_add_simd_params_t;
+
+void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                     int8_t *output);
+void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                       int8_t *output, void *scratch);
+void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
+                     void *scratch);
+void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, const int8_t *input2, int8_t *output);
+#endif
