@@ -93,7 +93,10 @@ def _fold(graph: Graph, node: Node, result: PassResult) -> bool:
             return False
         factor = 1.0 / vector if node.op == "DIV" else vector
         shape = (1, 1, 1, channels) if producer.op == "DEPTHWISE_CONV_2D" else (channels,) + (1,) * (weights.ndim - 1)
-        new_weights = (weights.astype(np.float64) * factor.reshape(shape)).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            new_weights = (weights.astype(np.float64) * factor.reshape(shape)).astype(np.float32)
+        if not np.all(np.isfinite(new_weights)):  # beyond float32: the separate MUL/DIV keeps what the model computes
+            return False
         set_input(producer, 1, const(new_weights, f"{w.name}/folded"))
         new_bias = current_bias * factor
     elif node.op == "ADD":
