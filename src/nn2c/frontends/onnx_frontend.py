@@ -34,6 +34,7 @@ import numpy as np
 
 from nn2c.errors import InvalidModelError, NN2CError, UnsupportedOpError
 from nn2c.ir import Graph, GraphInvariantError, Node, QuantParams, TensorType, Value, verify
+from nn2c.passes.rewrite import reset_fresh_names
 from nn2c.reference.evaluate import SUPPORTED_OPS, ReferenceError, evaluate_node
 
 MIN_OPSET, MAX_OPSET = 7, 28
@@ -1189,6 +1190,7 @@ def _external_tensors(onnx: Any, graph: Any) -> Iterator[str]:
 def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False) -> Graph:
     """Read an .onnx file into a Graph. nhwc_io: rank-3/4 float inputs and outputs become channels-last."""
     import onnx
+    reset_fresh_names()  # a new model: the passes' new tensor names start again (deterministic output)
 
     model = check_onnx(path, data)
     _fix_symbolic_dims(model)

@@ -17,6 +17,12 @@ from nn2c.passes.base import PassResult
 _counter = [0]
 
 
+def reset_fresh_names() -> None:
+    """Restart the numbering of new tensor names; compile_model calls it so that compiling the same
+    model twice in one process gives the same names, hence the same bytes."""
+    _counter[0] = 0
+
+
 def fresh_name(base: str) -> str:
     _counter[0] += 1
     return f"{base}~{_counter[0]}"
