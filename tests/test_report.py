@@ -143,12 +143,6 @@ def test_budget_error_names_the_layers_at_the_peak(tmp_path):
 
 def test_quantized_compile_reports_sqnr(tmp_path):
     model = model_path("onnx/cnn_float.onnx")
-    try:
-        import nn2c.quant.ptq  # noqa: F401
-    except ImportError:
-        pytest.skip("SKIPPED LOUDLY: nn2c.quant.ptq (post-training quantization) is not in this tree")
-    if not model.is_file():
-        pytest.skip(f"SKIPPED LOUDLY: {model} is missing")
     import numpy as np
 
     np.save(tmp_path / "calibration.npy", np.random.default_rng(0).standard_normal((8, 1, 3, 16, 16)).astype(np.float32))
