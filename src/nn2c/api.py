@@ -40,6 +40,7 @@ class CompileOptions:
     calibration_method: str = "mse"  # range estimator: minmax, percentile or mse
     keep_float: tuple[str, ...] = ()  # operators (by type or output tensor name) left in float
     io: str = "float"  # quantized float models: "float" keeps float I/O, "int8" exposes the int8 tensors
+    write_tflite: str | None = None  # with quantize: also write the int8 model as a .tflite file here
 
 
 @dataclass
@@ -53,6 +54,7 @@ class CompileResult:
     source: str = ""  # the model's file name (no directories: reports stay free of absolute paths)
     options: CompileOptions | None = None
     ops_before: dict[str, int] | None = None  # operators per type as imported, before the graph passes
+    tflite: bytes | None = None  # the quantized model as a .tflite flatbuffer (CompileOptions.write_tflite)
 
     @property
     def arena_bytes(self) -> int:
@@ -64,7 +66,13 @@ class CompileResult:
         return self.code.plan.arena_bytes + self.code.state_bytes
 
     def write(self, out_dir: str | Path, force: bool = False) -> Path:
-        return write_output(self.files, out_dir, force)
+        """Write the C folder, and the .tflite model too when CompileOptions.write_tflite asked for it."""
+        folder = write_output(self.files, out_dir, force)
+        if self.tflite is not None and self.options is not None and self.options.write_tflite:
+            from nn2c.export.tflite_writer import write_bytes_atomically
+
+            write_bytes_atomically(self.tflite, self.options.write_tflite)
+        return folder
 
 
 def load_model(path: str | Path, nhwc_io: bool = False) -> Graph:
@@ -101,17 +109,26 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     step = progress or (lambda _text: None)
     if options.target not in TARGETS:
         raise UsageError(f"unknown target {options.target!r}; choose one of {', '.join(TARGETS)}")
+    if options.write_tflite is not None:
+        _check_tflite_path(path, options)
     step("reading the model")
     graph = load_model(path, nhwc_io=options.nhwc_io)
     ops_before = _op_counts(graph)
     step(f"optimising the graph (-O{options.opt_level})")
     passes = optimize(graph, options.opt_level)
     quant = None
+    tflite_bytes = None
     if options.quantize:
         from nn2c.quant.ptq import quantize_for_compile  # calibration runs only when asked for
 
         step(f"calibrating and quantizing to {options.quantize}")
         graph, quant = quantize_for_compile(graph, options)
+        if options.write_tflite is not None:
+            # the graph as quantized, before the re-optimisation below (which may introduce nn2c-only forms)
+            from nn2c.export.tflite_writer import graph_to_tflite
+
+            step("writing the quantized graph as a TFLite flatbuffer")
+            tflite_bytes = graph_to_tflite(graph, f"nn2c int8 post-training quantization of {Path(path).name}")
         again = optimize(graph, options.opt_level)  # clean up the quantize/dequantize edges it created
         for pass_name, stats in again.per_pass.items():
             passes.per_pass[pass_name] += stats
@@ -131,9 +148,20 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     files.update(library_files(name, code.files, graph, code.plan.arena_bytes, code.state_bytes,
                                code.weight_bytes, Path(path).name, options.target))
     result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
-                           ops_before=ops_before)
+                           ops_before=ops_before, tflite=tflite_bytes)
     _check_budgets(result, options)
     return result
+
+
+def _check_tflite_path(model: str | Path, options: CompileOptions) -> None:
+    target = Path(options.write_tflite or "")
+    if not options.quantize:
+        raise UsageError("--write-tflite writes the model nn2c quantized; it needs --quantize int8 "
+                         "(without it the model is not changed: use the model file itself)")
+    if not options.write_tflite or target.is_dir():
+        raise UsageError(f"--write-tflite {str(target)!r}: give a file name for the .tflite model, not a folder")
+    if target.exists() and Path(model).exists() and target.resolve() == Path(model).resolve():
+        raise UsageError(f"--write-tflite {target}: that is the float model being compiled; choose another file")
 
 
 def _check_budgets(result: CompileResult, options: CompileOptions) -> None:

@@ -175,11 +175,14 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
               help="Leave this operator type (e.g. SOFTMAX) or output tensor name in float; repeatable.")
 @click.option("--io", "io_dtype", type=click.Choice(["float", "int8"]), default="float", show_default=True,
               help="Quantized float models: keep float inputs/outputs, or expose the int8 tensors.")
+@click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
+              help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "
+                   "run it; its int8 outputs equal the generated C's).")
 @_output_options
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
-            io_dtype) -> None:
+            io_dtype, write_tflite) -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
@@ -188,7 +191,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     options = CompileOptions(name=name, ram_budget=ram_budget, flash_budget=flash_budget, planner=planner,
                              inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
                              debug=debug, quantize=quantize, calibration=calibration,
-                             calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype)
+                             calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
+                             write_tflite=write_tflite)
     progress = _progress()
     try:
         result = compile_model(model, options, progress=progress.update)
@@ -217,6 +221,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     }
     if report:
         summary["report_files"] = report_files
+    if write_tflite:
+        summary["tflite"] = str(write_tflite)
     if passes_report and result.passes is not None:
         from nn2c.passes.pipeline import report_dict
 
@@ -235,6 +241,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     worst = getattr(result.quant, "output_sqnr_db", None)
     if worst is not None:
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")
+    if write_tflite:
+        _say(f"  int8 model as TFLite: {write_tflite}")
     if report:
         _say(f"  report: {Path(out_dir) / 'report.html'}")
     if _settings().verbose and result.quant is not None:
