@@ -12,8 +12,9 @@
  *   interleaved block by block, zero-padded to whole blocks and groups). DSP: G = 2, KB = 4
  *   (one word per SMLAD pair); MVE: G = 4, KB = 16 (one vector per VMLADAVA); the portable
  *   fallback (hosts) reads any layout.
- * - DEPTHWISE_CONV_2D (depth multiplier 1) runs 4 channels at a time over a table of tap pointers
- *   (padding taps point at a row of zero points), the filter re-laid out per group of 4 channels.
+ * - DEPTHWISE_CONV_2D (depth multiplier 1) runs 4 (DSP) or 16 (MVE) channels at a time over a table
+ *   of tap pointers (padding taps point at a row of zero points), the filter re-laid out per group
+ *   of channels (nn2c_dw_simd_params_t).
  * The arithmetic path is chosen by the compiler's feature macros (__ARM_FEATURE_MVE, then
  * __ARM_FEATURE_DSP, else portable C99); the layout by `nn2c compile --target`, which must match.
  * Output order: pixels in raster order; the two pixels of a pair are read into scratch before
@@ -52,8 +53,12 @@ typedef struct {
     int32_t pointwise; /* 1x1, stride 1, no padding: rows read in place when output and input are apart */
 } nn2c_conv_simd_params_t;
 
-/* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row); filter
- * re-laid out as [in_c / L][filter_h * filter_w][L] bytes (zero-padded channels). */
+/* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row). Filter, per
+ * group of L channels (zero-padded), tap by tap: L = 4 (DSP): [in_c / 4][taps][4] int16 in the order
+ * c0 c2 c1 c3 (the halves of SXTB16 of the input word, no extension at run time); L = 16 (MVE):
+ * [in_c / 16][taps][16] int8 in channel order, the channels after the last whole 16 as groups of 8
+ * ([taps][8], zero-padded). Per-channel arrays zero-padded to whole groups, for L = 16 stored even
+ * channels first per 8 (0 2 4 6 1 3 5 7: the VMULLB / VMULLT lanes). */
 typedef struct {
     nn2c_conv_geom_t g;
     int32_t pad_value;
@@ -63,7 +68,7 @@ typedef struct {
     const int64_t *rounding;
     int32_t output_offset;
     int32_t act_min, act_max;
-    int32_t lanes; /* L, channels per filter group: 4 (DSP) or 8 (MVE; per-channel arrays 0 2 4 6 1 3 5 7) */
+    int32_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
 } nn2c_dw_simd_params_t;
 
 #define NN2C_DW_SIMD_MAX_TAPS 64

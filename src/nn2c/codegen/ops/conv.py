@@ -422,19 +422,19 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
 
 def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,
                 act_min: int, act_max: int) -> None:
-    """int8 DEPTHWISE_CONV_2D, depth multiplier 1, 4 (DSP) or 8 (MVE) channels at a time (nn2c_simd.c)."""
+    """int8 DEPTHWISE_CONV_2D, depth multiplier 1, 4 (DSP) or 16 (MVE) channels at a time (nn2c_simd.c)."""
     ctx.use_kernel("simd")
-    lanes = 8 if ctx.target == "cortex-m55" else 4
+    lanes = 16 if ctx.target == "cortex-m55" else 4
     data = np.asarray(w.data, dtype=np.int8).reshape(-1, geom.out_c)  # [taps][channels]
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
     pairs = [quantize_multiplier(m) for m in real]
     bias_data = None if bias is None else np.asarray(bias.data)
     per_channel = {
-        "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, lanes),
-        "multipliers": pad_channels(np.array([m for m, _ in pairs], dtype=np.int32), lanes),
-        "shifts": pad_channels(np.array([s for _, s in pairs], dtype=np.int32), lanes),
+        "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, min(lanes, 8)),
+        "multipliers": pad_channels(np.array([m for m, _ in pairs], dtype=np.int32), min(lanes, 8)),
+        "shifts": pad_channels(np.array([s for _, s in pairs], dtype=np.int32), min(lanes, 8)),
     }
-    if lanes == 8:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
+    if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
         per_channel = {k: v[order] for k, v in per_channel.items()}
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
@@ -447,14 +447,23 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
     })
     scratch = ctx.scratch(geom.in_c)
-    packed = ctx.const_array(pack_dw_filter(data, lanes), "int8_t", f"depthwise filter, groups of {lanes} channels")
-    ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+    if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word)
+        packed = ctx.const_array(pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16).reshape(-1), "int16_t",
+                                 "depthwise filter, groups of 4 channels as int16 (c0 c2 c1 c3)")
+    else:  # MVE: groups of 16 channels, the rest in groups of 8
+        whole = geom.out_c - geom.out_c % 16
+        parts = [pack_dw_filter(data[:, :whole], 16).reshape(-1)] if whole else []
+        if whole < geom.out_c:
+            parts.append(pack_dw_filter(data[:, whole:], 8).reshape(-1))
+        packed = ctx.const_array(np.concatenate(parts), "int8_t", "depthwise filter, groups of 16 (then 8) channels")
+    filter_arg = f"(const int8_t *){packed}" if lanes == 4 else packed
+    ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
 
 
 def pack_dw_filter(taps_by_channel: np.ndarray, lanes: int) -> np.ndarray:
-    """[taps][channels] int8 -> [channels / L][taps][L], zero-padded channels (nn2c_simd.h)."""
+    """[taps][channels] int8 -> [channels / L, taps, L], zero-padded channels (nn2c_simd.h)."""
     taps, channels = taps_by_channel.shape
     groups = -(-channels // lanes)
     padded = np.zeros((taps, groups * lanes), dtype=np.int8)
     padded[:, :channels] = taps_by_channel
-    return np.ascontiguousarray(padded.reshape(taps, groups, lanes).transpose(1, 0, 2)).reshape(-1)
+    return np.ascontiguousarray(padded.reshape(taps, groups, lanes).transpose(1, 0, 2))
