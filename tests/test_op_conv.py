@@ -319,6 +319,26 @@ def test_cortex_m_kernels_on_host(tmp_path: Path, target: str):
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
+    """The DSP / MVE branches themselves on every convolution case (odd channel counts: the partial
+    channel groups, depth tails, padding, strides, dilations), bit-exact with TFLM in QEMU."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    cases = [(c, False) for c in CONV_CASES] + [(c, True) for c in DEPTHWISE_CASES]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model(cases, "int8", 21))
+    report = bench_model(path, target=target, count=2, seed=4, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    calls = {call for layer in report.layers for call in layer.calls}
+    assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_cortex_m_add_on_host(tmp_path: Path, target: str):
     """Same-shape int8 ADD takes nn2c_add_s8_simd on Cortex-M targets (the residual adds of ResNets)."""
     b = ModelBuilder()
