@@ -190,8 +190,17 @@ NN2C_INLINE int32_t nn2c_dsp_requant_sat(int32_t acc, int32_t multiplier, int32_
                                          int32_t offset) {
     int32_t y;
     if (shift < 0) {
-        const int64_t v = rounding[(uint32_t)acc >> 31] + (int64_t)acc * multiplier;
-        y = (int32_t)(v >> 32) >> (-shift - 1);
+        /* rounding[acc < 0] + acc * multiplier, high word, >> (-shift - 1): 5 instructions (GCC 12
+         * computes the 64-bit index and loads the halves apart) */
+        int32_t lo, hi;
+        __asm__("lsr    %[lo], %[acc], #31\n\t"
+                "add    %[lo], %[r], %[lo], lsl #3\n\t"
+                "ldrd   %[lo], %[hi], [%[lo]]\n\t"
+                "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
+                : [lo] "=&r"(lo), [hi] "=&r"(hi)
+                : [acc] "r"(acc), [m] "r"(multiplier), [r] "r"(rounding), "m"(*(const int64_t(*)[2])rounding));
+        (void)lo;
+        y = hi >> (-shift - 1);
     } else {
         y = nn2c_simd_mbqm(acc, multiplier, shift);
     }
@@ -387,36 +396,45 @@ static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst)
 
 /* Two expanded pixels x two channels per step: 6 words in (3 LDRD), 4 SXTB16, 8 SMLAD. The loop is
  * written in assembly because GCC 12 adds 4-5 register copies and pointer updates per step around
- * the intrinsics (22 instructions per 16 MACs measured, 17 here). 13 registers: 4 sums, 3
- * pointers, the two filter words and their SXTB16 halves, one pixel's even / odd words. */
-NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_word_t *x_end,
+ * the intrinsics (22 instructions per 16 MACs measured, 16 here: two steps per loop iteration).
+ * 13 registers: 4 sums, 3 pointers, the two filter words and their SXTB16 halves, one pixel's
+ * even / odd words. */
+#define NN2C_DSP_PAIR_STEP \
+    "ldrd   %[w0], %[w1], [%[wp]], #8\n\t" \
+    "ldrd   %[xe], %[xo], [%[x]], #8\n\t"   /* pixel 0: even, odd values as int16 pairs */ \
+    "sxtb16 %[w0e], %[w0]\n\t" \
+    "sxtb16 %[w0], %[w0], ror #8\n\t" \
+    "sxtb16 %[w1e], %[w1]\n\t" \
+    "sxtb16 %[w1], %[w1], ror #8\n\t" \
+    "smlad  %[s00], %[xe], %[w0e], %[s00]\n\t" \
+    "smlad  %[s00], %[xo], %[w0], %[s00]\n\t" \
+    "smlad  %[s01], %[xe], %[w1e], %[s01]\n\t" \
+    "smlad  %[s01], %[xo], %[w1], %[s01]\n\t" \
+    "ldrd   %[xe], %[xo], [%[x]], #8\n\t"   /* pixel 1 */ \
+    "smlad  %[s10], %[xe], %[w0e], %[s10]\n\t" \
+    "smlad  %[s10], %[xo], %[w0], %[s10]\n\t" \
+    "smlad  %[s11], %[xe], %[w1e], %[s11]\n\t" \
+    "smlad  %[s11], %[xo], %[w1], %[s11]\n\t"
+
+#define NN2C_DSP_PAIR_OPERANDS \
+    : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [x] "+r"(x), [wp] "+r"(wp), \
+      [w0] "=&r"(w0), [w1] "=&r"(w1), [w0e] "=&r"(w0e), [w1e] "=&r"(w1e), [xe] "=&r"(xe), [xo] "=&r"(xo) \
+    : [x_end] "r"(x_end) \
+    : "cc", "memory"
+
+NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_word_t *x_end, int32_t blocks,
                                    const nn2c_simd_word_t **w, int32_t s[4]) {
     int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
     int32_t w0, w1, w0e, w1e, xe, xo;
     const nn2c_simd_word_t *wp = *w;
-    __asm__ volatile(
-        "1:\n\t"
-        "ldrd   %[w0], %[w1], [%[wp]], #8\n\t"
-        "ldrd   %[xe], %[xo], [%[x]], #8\n\t"   /* pixel 0: even, odd values as int16 pairs */
-        "sxtb16 %[w0e], %[w0]\n\t"
-        "sxtb16 %[w0], %[w0], ror #8\n\t"
-        "sxtb16 %[w1e], %[w1]\n\t"
-        "sxtb16 %[w1], %[w1], ror #8\n\t"
-        "smlad  %[s00], %[xe], %[w0e], %[s00]\n\t"
-        "smlad  %[s00], %[xo], %[w0], %[s00]\n\t"
-        "smlad  %[s01], %[xe], %[w1e], %[s01]\n\t"
-        "smlad  %[s01], %[xo], %[w1], %[s01]\n\t"
-        "ldrd   %[xe], %[xo], [%[x]], #8\n\t"   /* pixel 1 */
-        "smlad  %[s10], %[xe], %[w0e], %[s10]\n\t"
-        "smlad  %[s10], %[xo], %[w0], %[s10]\n\t"
-        "smlad  %[s11], %[xe], %[w1e], %[s11]\n\t"
-        "smlad  %[s11], %[xo], %[w1], %[s11]\n\t"
-        "cmp    %[x], %[x_end]\n\t"
-        "bne    1b\n\t"
-        : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [x] "+r"(x), [wp] "+r"(wp),
-          [w0] "=&r"(w0), [w1] "=&r"(w1), [w0e] "=&r"(w0e), [w1e] "=&r"(w1e), [xe] "=&r"(xe), [xo] "=&r"(xo)
-        : [x_end] "r"(x_end)
-        : "cc", "memory");
+    if (blocks & 1) {
+        __asm__ volatile(NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_OPERANDS);
+    }
+    if (blocks >= 2) {
+        __asm__ volatile("1:\n\t" NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_STEP
+                         "cmp    %[x], %[x_end]\n\t"
+                         "bne    1b\n\t" NN2C_DSP_PAIR_OPERANDS);
+    }
     *w = wp;
     s[0] = s00;
     s[1] = s01;
@@ -434,7 +452,7 @@ static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pa
     const int narrow = o.lo > -128 || o.hi < 127;
     for (int32_t c = 0; c < out_c; c += 2) {
         int32_t s[4] = {m->bias[c], m->bias[c + 1], m->bias[c], m->bias[c + 1]};
-        nn2c_dsp_pair_dot(pair, x_end, &wp, s);
+        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
         /* all four requantised before any store: int8 stores may alias the per-channel arrays,
          * so GCC would reload them after each */
         int32_t y00, y10, y01, y11;
@@ -613,6 +631,15 @@ static void nn2c_simd_im2col(const nn2c_conv_geom_t *g, int32_t pad, const int8_
     const int32_t C = g->in_c;
     const int32_t iy0 = oy * g->stride_h - g->pad_h, ix0 = ox * g->stride_w - g->pad_w;
     const int32_t row_bytes = g->filter_w * C;
+    if (g->dilation_w == 1 && iy0 >= 0 && iy0 + (g->filter_h - 1) * g->dilation_h < g->in_h && ix0 >= 0 &&
+        ix0 + g->filter_w <= g->in_w) { /* a window inside the image: one copy per filter row */
+        const int8_t *src = in_b + (iy0 * g->in_w + ix0) * C;
+        const int32_t src_step = g->dilation_h * g->in_w * C;
+        for (int32_t fy = 0; fy < g->filter_h; ++fy, row += row_bytes, src += src_step) {
+            nn2c_simd_copy(row, src, row_bytes);
+        }
+        return;
+    }
     for (int32_t fy = 0; fy < g->filter_h; ++fy, row += row_bytes) {
         const int32_t iy = iy0 + fy * g->dilation_h;
         if (iy < 0 || iy >= g->in_h) {
@@ -791,8 +818,8 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
 }
 
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
-                               uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter, int8_t *out) {
-    const int32_t C = p->g.in_c;
+                               int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
+                               int8_t *out) {
     const int narrow = o->lo > -128 || o->hi < 127;
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
     int32_t c = 0;
@@ -853,8 +880,8 @@ NN2C_INLINE void nn2c_dw_out8(const nn2c_dw_simd_params_t *p, const nn2c_simd_ou
 
 /* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap. */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
-                               uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter, int8_t *out) {
-    const int32_t C = p->g.in_c;
+                               int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
+                               int8_t *out) {
     int32_t c = 0;
     for (; c + 16 <= C; c += 16, filter += 16 * n_taps) {
         const int32_t n = C - c;
@@ -912,8 +939,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 #else
 /* Portable: either layout (hosts run the Cortex-M layouts through it). */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
-                               uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter, int8_t *out) {
-    const int32_t C = p->g.in_c, L = p->lanes;
+                               int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
+                               int8_t *out) {
+    const int32_t L = p->lanes;
     for (int32_t c = 0; c < C; ++c) {
         const int32_t j = c % L, group = c / L;
         /* per-channel arrays: channel order for L = 4, even channels first per 8 for L = 16 */
@@ -939,7 +967,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch) {
-    const nn2c_conv_geom_t *g = &p->g;
+    /* the geometry in a local: int8 stores may alias the parameter struct, GCC would reload it */
+    const nn2c_conv_geom_t geom = p->g;
+    const nn2c_conv_geom_t *g = &geom;
     const int32_t C = g->in_c;
     int8_t *zero_row = (int8_t *)scratch;
     intptr_t inner[NN2C_DW_SIMD_MAX_TAPS]; /* tap offsets of a window inside the image */
@@ -977,9 +1007,9 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
                 if (n_taps == 9) {
-                    nn2c_dw_pixel(p, &o, base, taps, 9, filter, out); /* 3x3: the tap count a constant */
+                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out); /* 3x3: the tap count a constant */
                 } else {
-                    nn2c_dw_pixel(p, &o, base, taps, n_taps, filter, out);
+                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out);
                 }
             }
         }
