@@ -498,14 +498,30 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
     const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max), zero = vdupq_n_s32(0);
     const mve_pred16_t tail_pred = vctp8q((uint32_t)tail);
     for (int32_t c = 0; c < out_c; c += 4) {
-        register int32_t s00 __asm__("r0") = 0, s01 __asm__("r2") = 0, s02 __asm__("r4") = 0, s03 __asm__("r6") = 0;
-        register int32_t s10 __asm__("r8") = 0, s11 __asm__("r10") = 0, s12 __asm__("r12") = 0;
-        register int32_t s13 __asm__("lr") = 0;
+        register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
+        register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
         const int8_t *x0 = a0, *x1 = a1;
         if (blocks > 0) {
+            /* the first block with VMLADAV (sets the sums: no zeroing), the others with VMLADAVA */
             int32_t n = blocks;
             int8x16_t v0, v1, b;
             __asm__ volatile(
+                "vldrb.8 %q[v0], [%[x0]], #16\n\t"
+                "vldrb.8 %q[v1], [%[x1]], #16\n\t"
+                "vldrb.8 %q[b], [%[w]], #16\n\t"
+                "vmladav.s8 %[s00], %q[v0], %q[b]\n\t"
+                "vmladav.s8 %[s10], %q[v1], %q[b]\n\t"
+                "vldrb.8 %q[b], [%[w]], #16\n\t"
+                "vmladav.s8 %[s01], %q[v0], %q[b]\n\t"
+                "vmladav.s8 %[s11], %q[v1], %q[b]\n\t"
+                "vldrb.8 %q[b], [%[w]], #16\n\t"
+                "vmladav.s8 %[s02], %q[v0], %q[b]\n\t"
+                "vmladav.s8 %[s12], %q[v1], %q[b]\n\t"
+                "vldrb.8 %q[b], [%[w]], #16\n\t"
+                "vmladav.s8 %[s03], %q[v0], %q[b]\n\t"
+                "vmladav.s8 %[s13], %q[v1], %q[b]\n\t"
+                "subs    %[n], %[n], #1\n\t"
+                "beq     2f\n"
                 "1:\n\t"
                 "vldrb.8 %q[v0], [%[x0]], #16\n\t"
                 "vldrb.8 %q[v1], [%[x1]], #16\n\t"
@@ -522,12 +538,15 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
                 "vmladava.s8 %[s03], %q[v0], %q[b]\n\t"
                 "vmladava.s8 %[s13], %q[v1], %q[b]\n\t"
                 "subs    %[n], %[n], #1\n\t"
-                "bne     1b\n\t"
-                : [s00] "+r"(s00), [s01] "+r"(s01), [s02] "+r"(s02), [s03] "+r"(s03), [s10] "+r"(s10),
-                  [s11] "+r"(s11), [s12] "+r"(s12), [s13] "+r"(s13), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w),
+                "bne     1b\n"
+                "2:\n\t"
+                : [s00] "=&r"(s00), [s01] "=&r"(s01), [s02] "=&r"(s02), [s03] "=&r"(s03), [s10] "=&r"(s10),
+                  [s11] "=&r"(s11), [s12] "=&r"(s12), [s13] "=&r"(s13), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w),
                   [n] "+r"(n), [v0] "=&w"(v0), [v1] "=&w"(v1), [b] "=&w"(b)
                 :
                 : "cc", "memory");
+        } else {
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0;
         }
         if (tail) {
             const int8x16_t v0 = vldrbq_z_s8(x0, tail_pred), v1 = vldrbq_z_s8(x1, tail_pred);
