@@ -338,9 +338,8 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
-def test_cortex_m_add_on_host(tmp_path: Path, target: str):
-    """Same-shape int8 ADD takes nn2c_add_s8_simd on Cortex-M targets (the residual adds of ResNets)."""
+def _add_model() -> bytes:
+    """Two same-shape int8 ADDs; the input with the larger scale has the multiplier 2^30, shift 0."""
     b = ModelBuilder()
     shape = (1, 5, 7, 9)
     x1 = b.tensor("int8", shape, scale=0.05, zero_point=-3)
@@ -349,7 +348,30 @@ def test_cortex_m_add_on_host(tmp_path: Path, target: str):
     b.op("ADD", [x1, x2], [y], {"fused_activation_function": "RELU"})
     z = b.tensor("int8", shape, scale=0.02, zero_point=100)
     b.op("ADD", [y, x2], [z], {"fused_activation_function": "NONE"})
-    _assert_matches(b.build([x1, x2], [z]), tmp_path, target=target, records=4)
+    return b.build([x1, x2], [z])
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_add_on_host(tmp_path: Path, target: str):
+    """Same-shape int8 ADD takes nn2c_add_s8_simd on Cortex-M targets (the residual adds of ResNets)."""
+    _assert_matches(_add_model(), tmp_path, target=target, records=4)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_add_in_qemu(tmp_path: Path, target: str):
+    """nn2c_add_s8_simd's DSP (branch-free, shift-0 input doubled) and MVE paths, bit-exact in QEMU."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    path = tmp_path / "add.tflite"
+    path.write_bytes(_add_model())
+    report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert {call for layer in report.layers for call in layer.calls} == {"nn2c_add_s8_simd"}
 
 
 def _mbqm_reference(x: int, multiplier: int, shift: int) -> int:

@@ -184,23 +184,27 @@ NN2C_INLINE int32_t nn2c_simd_ld_partial(const int8_t *p, int32_t n) {
     return (int32_t)v;
 }
 
+/* The high word of rounding[acc < 0] + acc * multiplier (nn2c_simd_requant's 64-bit sum for negative
+ * shifts): 4 instructions (GCC 12 computes the 64-bit index and loads the halves apart). */
+NN2C_INLINE int32_t nn2c_dsp_fused_high(int32_t acc, int32_t multiplier, const int64_t *rounding) {
+    int32_t lo, hi;
+    __asm__("lsr    %[lo], %[acc], #31\n\t"
+            "add    %[lo], %[r], %[lo], lsl #3\n\t"
+            "ldrd   %[lo], %[hi], [%[lo]]\n\t"
+            "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
+            : [lo] "=&r"(lo), [hi] "=&r"(hi)
+            : [acc] "r"(acc), [m] "r"(multiplier), [r] "r"(rounding), "m"(*(const int64_t(*)[2])rounding));
+    (void)lo;
+    return hi;
+}
+
 /* nn2c_simd_requant without the clamp to [act_min, act_max]: SSAT to int8 instead (the caller
  * clamps further only when the activation range is narrower, nn2c_dsp_clamp). */
 NN2C_INLINE int32_t nn2c_dsp_requant_sat(int32_t acc, int32_t multiplier, int32_t shift, const int64_t *rounding,
                                          int32_t offset) {
     int32_t y;
     if (shift < 0) {
-        /* rounding[acc < 0] + acc * multiplier, high word, >> (-shift - 1): 5 instructions (GCC 12
-         * computes the 64-bit index and loads the halves apart) */
-        int32_t lo, hi;
-        __asm__("lsr    %[lo], %[acc], #31\n\t"
-                "add    %[lo], %[r], %[lo], lsl #3\n\t"
-                "ldrd   %[lo], %[hi], [%[lo]]\n\t"
-                "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
-                : [lo] "=&r"(lo), [hi] "=&r"(hi)
-                : [acc] "r"(acc), [m] "r"(multiplier), [r] "r"(rounding), "m"(*(const int64_t(*)[2])rounding));
-        (void)lo;
-        y = hi >> (-shift - 1);
+        y = nn2c_dsp_fused_high(acc, multiplier, rounding) >> (-shift - 1);
     } else {
         y = nn2c_simd_mbqm(acc, multiplier, shift);
     }
@@ -945,12 +949,21 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
     /* the channels after the last 16: groups of 8, the last one with zeroing loads */
     for (; c < C; c += 8, filter += 8 * n_taps) {
         const int32_t n = C - c;
-        const mve_pred16_t pred = vctp16q((uint32_t)n);
         int32x4_t even = vldrwq_s32(p->bias + c), odd = vldrwq_s32(p->bias + c + 4);
-        for (int32_t t = 0; t < n_taps; ++t) {
-            const int16x8_t x = vldrbq_z_s16(nn2c_dw_tap(base, taps[t]) + c, pred), w = vldrbq_s16(filter + 8 * t);
-            even = vaddq_s32(even, vmullbq_int_s16(x, w));
-            odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+        if (n >= 8) {
+            for (int32_t t = 0; t < n_taps; ++t) {
+                const int16x8_t x = vldrbq_s16(nn2c_dw_tap(base, taps[t]) + c), w = vldrbq_s16(filter + 8 * t);
+                even = vaddq_s32(even, vmullbq_int_s16(x, w));
+                odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+            }
+        } else {
+            const mve_pred16_t pred = vctp16q((uint32_t)n);
+            for (int32_t t = 0; t < n_taps; ++t) {
+                const int16x8_t x = vldrbq_z_s16(nn2c_dw_tap(base, taps[t]) + c, pred);
+                const int16x8_t w = vldrbq_s16(filter + 8 * t);
+                even = vaddq_s32(even, vmullbq_int_s16(x, w));
+                odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+            }
         }
         nn2c_dw_out8(p, o, c, even, odd, out, n);
     }
@@ -1074,6 +1087,29 @@ void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, con
     const int32_t s1 = p->shifts[0], s2 = p->shifts[1], so = p->shifts[2];
     const int64_t *r1 = p->rounding, *r2 = p->rounding + 2, *ro = p->rounding + 4;
     const int32_t lo = p->act_min, hi = p->act_max;
+#if defined(NN2C_SIMD_DSP)
+    if (s1 <= 0 && s2 <= 0 && so < 0) { /* the usual case: no branches per element */
+        int64_t rounding[6]; /* a local copy: the int8 stores could alias the parameter struct */
+        memcpy(rounding, p->rounding, sizeof rounding);
+        /* An input shift of 0 (the input with the larger scale: multiplier 2^30) has no rounding
+         * constants: SaturatingRoundingDoublingHighMul(x, m) = (2x m + 2^31) >> 32 then, the high
+         * word of the same sum with x doubled (|x| < 2^28) and the constant 2^31. */
+        if (s1 == 0) rounding[0] = rounding[1] = (int64_t)1 << 31;
+        if (s2 == 0) rounding[2] = rounding[3] = (int64_t)1 << 31;
+        const int32_t up1 = 20 + (s1 == 0), up2 = 20 + (s2 == 0);
+        const int32_t n1 = s1 == 0 ? 0 : -s1 - 1, n2 = s2 == 0 ? 0 : -s2 - 1, no = -so - 1;
+        for (; i < n; ++i) {
+            const int32_t x1 = (int32_t)((uint32_t)(input1[i] + off1) << up1);
+            const int32_t x2 = (int32_t)((uint32_t)(input2[i] + off2) << up2);
+            const int32_t a = nn2c_dsp_fused_high(x1, m1, rounding) >> n1;
+            const int32_t b = nn2c_dsp_fused_high(x2, m2, rounding + 2) >> n2;
+            const int32_t sum = (int32_t)((uint32_t)a + (uint32_t)b);
+            const int32_t y = (nn2c_dsp_fused_high(sum, mo, rounding + 4) >> no) + off_out;
+            output[i] = (int8_t)nn2c_dsp_clamp(y, lo, hi);
+        }
+        return;
+    }
+#endif
     for (; i < n; ++i) {
         const int32_t a = nn2c_simd_scale_down((int32_t)((uint32_t)(input1[i] + off1) << 20), m1, s1, r1);
         const int32_t b = nn2c_simd_scale_down((int32_t)((uint32_t)(input2[i] + off2) << 20), m2, s2, r2);
