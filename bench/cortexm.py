@@ -60,9 +60,10 @@ ACCEPTANCE = ["mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlc
 def _large_memory_map(target: str) -> Iterator[None]:
     """The bench image's linker script with room for big models (tinyengine/vww's 600 KB of weights
     do not fit its 512 KiB of code memory): Cortex-M4/M7 (mps2-an386/an500) get the board's 4 MiB of
-    code memory; Cortex-M55 (mps3-an547, 512 KiB ITCM) keeps its code in ITCM and gets the weights'
-    read-only data in the 2 MiB SRAM at 0x01000000. Instruction counts do not depend on where the
-    data sit; the bench's own script (nn2c.targets.cortexm) stays as it is."""
+    code memory and 4 MiB of RAM; Cortex-M55 (mps3-an547, 512 KiB ITCM / DTCM) keeps its code in
+    ITCM, gets the weights' (and the bench inputs') read-only data in DDR at 0x60000000 and its RAM in the 4 MiB SRAM at
+    0x21000000. Instruction counts do not depend on where the data sit; the bench's own script
+    (nn2c.targets.cortexm) stays as it is."""
     original = cortexm.data_text
 
     def text(name: str) -> str:
@@ -70,11 +71,14 @@ def _large_memory_map(target: str) -> Iterator[None]:
         if name != cortexm.LINKER_SCRIPT:
             return script
         if target != "cortex-m55":
-            return script.replace("ORIGIN = 0x00000000, LENGTH = 512K", "ORIGIN = 0x00000000, LENGTH = 4096K")
+            return (script.replace("ORIGIN = 0x00000000, LENGTH = 512K", "ORIGIN = 0x00000000, LENGTH = 4096K")
+                    .replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x20000000, LENGTH = 4096K"))
         script = script.replace("FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K",
                                 "FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K\n"
-                                "    SRAM (rx)   : ORIGIN = 0x01000000, LENGTH = 2048K")
-        return script.replace("    .text :\n", "    .weights : { *_weights.o(.rodata .rodata.*) } > SRAM\n\n    .text :\n")
+                                "    DDR (rx)    : ORIGIN = 0x60000000, LENGTH = 16384K")
+        script = script.replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x21000000, LENGTH = 4096K")
+        return script.replace("    .text :\n", "    .weights : { *_weights.o(.rodata .rodata.*) *nn2c_bench_inputs.o(.rodata .rodata.*) } > DDR"
+                              "\n\n    .text :\n")
 
     cortexm.data_text = text
     try:
@@ -181,8 +185,8 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
               f"M4 {_n(g4, 2)}, M55 {_n(g55, 2)}."]
     if large:
         lines += ["", "Too big for the bench image's 512 KiB of code memory, measured with a larger memory map "
-                  "(Cortex-M4: the board's 4 MiB of code memory; Cortex-M55: weights in the 2 MiB SRAM at "
-                  "0x01000000; bench/cortexm.py `_large_memory_map`): " + ", ".join(large) + "."]
+                  "(Cortex-M4: the board's 4 MiB of code memory and of RAM; Cortex-M55: weights in DDR at 0x60000000, "
+                  "RAM in the 4 MiB SRAM at 0x21000000; bench/cortexm.py `_large_memory_map`): " + ", ".join(large) + "."]
     if skipped:
         lines += ["", "Not measured:", *skipped]
     return "\n".join(lines)
