@@ -61,9 +61,9 @@ def _large_memory_map(target: str) -> Iterator[None]:
     """The bench image's linker script with room for big models (tinyengine/vww's 600 KB of weights
     do not fit its 512 KiB of code memory): Cortex-M4/M7 (mps2-an386/an500) get the board's 4 MiB of
     code memory and 4 MiB of RAM; Cortex-M55 (mps3-an547, 512 KiB ITCM / DTCM) keeps its code in
-    ITCM, gets the weights' (and the bench inputs') read-only data in DDR at 0x60000000 and its RAM in the 4 MiB SRAM at
-    0x21000000. Instruction counts do not depend on where the data sit; the bench's own script
-    (nn2c.targets.cortexm) stays as it is."""
+    ITCM, gets the read-only data of the weights and of the bench inputs in DDR at 0x60000000 and
+    its RAM in the 4 MiB SRAM at 0x21000000. Instruction counts do not depend on where the data
+    sit; the bench's own script (nn2c.targets.cortexm) stays as it is."""
     original = cortexm.data_text
 
     def text(name: str) -> str:
@@ -77,8 +77,8 @@ def _large_memory_map(target: str) -> Iterator[None]:
                                 "FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K\n"
                                 "    DDR (rx)    : ORIGIN = 0x60000000, LENGTH = 16384K")
         script = script.replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x21000000, LENGTH = 4096K")
-        return script.replace("    .text :\n", "    .weights : { *_weights.o(.rodata .rodata.*) *nn2c_bench_inputs.o(.rodata .rodata.*) } > DDR"
-                              "\n\n    .text :\n")
+        weights = "*_weights.o(.rodata .rodata.*) *nn2c_bench_inputs.o(.rodata .rodata.*)"
+        return script.replace("    .text :\n", f"    .weights : {{ {weights} }} > DDR\n\n    .text :\n")
 
     cortexm.data_text = text
     try:
@@ -184,9 +184,10 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
               f"({len(ratios['cortex-m4'])} on M4, {len(ratios['cortex-m55'])} on M55): "
               f"M4 {_n(g4, 2)}, M55 {_n(g55, 2)}."]
     if large:
-        lines += ["", "Too big for the bench image's 512 KiB of code memory, measured with a larger memory map "
-                  "(Cortex-M4: the board's 4 MiB of code memory and of RAM; Cortex-M55: weights in DDR at 0x60000000, "
-                  "RAM in the 4 MiB SRAM at 0x21000000; bench/cortexm.py `_large_memory_map`): " + ", ".join(large) + "."]
+        lines += ["", "Too big for the bench image (512 KiB of code memory, 512 KiB of RAM), measured with a larger "
+                  "memory map (Cortex-M4: the board's 4 MiB of code memory and of RAM; Cortex-M55: weights and "
+                  "inputs in DDR at 0x60000000, RAM in the 4 MiB SRAM at 0x21000000; bench/cortexm.py "
+                  f"`_large_memory_map`): {', '.join(large)}."]
     if skipped:
         lines += ["", "Not measured:", *skipped]
     return "\n".join(lines)
