@@ -321,6 +321,7 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
         const int8_t *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
         int32_t s0 = m->bias[c], s1 = m->bias[c + 1], s2 = m->bias[c + 2], s3 = m->bias[c + 3];
         const int8_t *x0 = a0, *wp = w;
+#if defined(__OPTIMIZE__)
         if (blocks > 0) {
             const int8_t *const x0_end = a0 + 4 * blocks;
             int32_t xe, xo, w0, w1, t;
@@ -354,6 +355,22 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
                 : [x_end] "r"(x0_end)
                 : "cc", "memory");
         }
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+        for (const int8_t *const x0_end = a0 + 4 * blocks; x0 != x0_end; x0 += 4, wp += 8, wq += 8) {
+            const int32_t v0 = nn2c_simd_ld32(x0);
+            NN2C_DSP_EXT(v0, v0e, v0o);
+            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+            const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
+            NN2C_DSP_EXT(w0, w0e, w0o);
+            NN2C_DSP_EXT(w1, w1e, w1o);
+            NN2C_DSP_EXT(w2, w2e, w2o);
+            NN2C_DSP_EXT(w3, w3e, w3o);
+            s0 = __smlad(v0o, w0o, __smlad(v0e, w0e, s0));
+            s1 = __smlad(v0o, w1o, __smlad(v0e, w1e, s1));
+            s2 = __smlad(v0o, w2o, __smlad(v0e, w2e, s2));
+            s3 = __smlad(v0o, w3o, __smlad(v0e, w3e, s3));
+        }
+#endif
         if (tail) {
             const int32_t v0 = nn2c_simd_ld_partial(x0, tail);
             NN2C_DSP_EXT(v0, v0e, v0o);
@@ -431,6 +448,7 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
     int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
     int32_t w0, w1, w0e, w1e, xe, xo;
     const nn2c_simd_word_t *wp = *w;
+#if defined(__OPTIMIZE__)
     if (blocks & 1) {
         __asm__ volatile(NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_OPERANDS);
     }
@@ -439,6 +457,25 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
                          "cmp    %[x], %[x_end]\n\t"
                          "bne    1b\n\t" NN2C_DSP_PAIR_OPERANDS);
     }
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+    (void)blocks;
+    for (; x != x_end; x += 4, wp += 2) {
+        w0 = wp[0];
+        w1 = wp[1];
+        w0e = __sxtb16(w0);
+        w0 = nn2c_sxtb16_ror8(w0);
+        w1e = __sxtb16(w1);
+        w1 = nn2c_sxtb16_ror8(w1);
+        xe = x[0];
+        xo = x[1];
+        s00 = __smlad(xo, w0, __smlad(xe, w0e, s00));
+        s01 = __smlad(xo, w1, __smlad(xe, w1e, s01));
+        xe = x[2];
+        xo = x[3];
+        s10 = __smlad(xo, w0, __smlad(xe, w0e, s10));
+        s11 = __smlad(xo, w1, __smlad(xe, w1e, s11));
+    }
+#endif
     *w = wp;
     s[0] = s00;
     s[1] = s01;
@@ -502,6 +539,7 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
     const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max), zero = vdupq_n_s32(0);
     const mve_pred16_t tail_pred = vctp8q((uint32_t)tail);
     for (int32_t c = 0; c < out_c; c += 4) {
+#if defined(__OPTIMIZE__)
         register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
         register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
         const int8_t *x0 = a0, *x1 = a1;
@@ -552,6 +590,21 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
         } else {
             s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0;
         }
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+        int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+        const int8_t *x0 = a0, *x1 = a1;
+        for (int32_t k = 0; k < blocks; ++k, x0 += 16, x1 += 16, w += 64) {
+            const int8x16_t v0 = vldrbq_s8(x0), v1 = vldrbq_s8(x1);
+            s00 = vmladavaq_s8(s00, v0, vldrbq_s8(w));
+            s10 = vmladavaq_s8(s10, v1, vldrbq_s8(w));
+            s01 = vmladavaq_s8(s01, v0, vldrbq_s8(w + 16));
+            s11 = vmladavaq_s8(s11, v1, vldrbq_s8(w + 16));
+            s02 = vmladavaq_s8(s02, v0, vldrbq_s8(w + 32));
+            s12 = vmladavaq_s8(s12, v1, vldrbq_s8(w + 32));
+            s03 = vmladavaq_s8(s03, v0, vldrbq_s8(w + 48));
+            s13 = vmladavaq_s8(s13, v1, vldrbq_s8(w + 48));
+        }
+#endif
         if (tail) {
             const int8x16_t v0 = vldrbq_z_s8(x0, tail_pred), v1 = vldrbq_z_s8(x1, tail_pred);
             int8x16_t b = vldrbq_s8(w);
@@ -813,6 +866,16 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
                                   int32_t s[4]) {
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     const nn2c_simd_word_t *wp = *w;
+#if !defined(__OPTIMIZE__) /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+    for (int32_t t = 0; t < n_taps; ++t, wp += 2) {
+        const int32_t x = nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t]));
+        const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
+        s0 = __smlabb(xe, wp[0], s0);
+        s2 = __smlatt(xe, wp[0], s2);
+        s1 = __smlabb(xo, wp[1], s1);
+        s3 = __smlatt(xo, wp[1], s3);
+    }
+#else
     int32_t x, xe, we, wo;
     if (n_taps % 3 == 0) {
         int32_t k = n_taps / 3;
@@ -833,6 +896,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
                          : [bc] "r"(bc)
                          : "cc", "memory");
     }
+#endif
     *w = wp;
     s[0] = s0;
     s[1] = s1;
