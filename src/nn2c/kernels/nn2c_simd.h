@@ -17,8 +17,13 @@
  *   of channels (nn2c_dw_simd_params_t).
  * The arithmetic path is chosen by the compiler's feature macros (__ARM_FEATURE_MVE, then
  * __ARM_FEATURE_DSP, else portable C99); the layout by `nn2c compile --target`, which must match.
- * Output order: pixels in raster order; the two pixels of a pair are read into scratch before
- * either is written, so in-place window rules (memory/inplace.py) hold.
+ * Output order: pixels in raster order, so the in-place window rules (memory/inplace.py: output
+ * pixel q ends at or below the first input byte pixels q, q + 1, ... read) hold: DSP expands both
+ * pixels of a pair into scratch before writing either; MVE copies the first pixel's row of a 1x1
+ * convolution pair when output and input overlap (the second's output may cover it); depthwise
+ * writes a pixel after reading all its taps.
+ * The inner loops are GCC extended assembly when optimising (register allocation GCC 12 does not
+ * find: e.g. VMLADAVA sums in even registers), the same loops in C intrinsics at -O0.
  */
 #ifndef NN2C_SIMD_H
 #define NN2C_SIMD_H
