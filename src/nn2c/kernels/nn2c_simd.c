@@ -309,6 +309,23 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
     }
 }
 
+/* Four int8 of one row (v) against the next filter words of two groups (wp, wq): 16 MACs into
+ * the four channel sums. The tail step, and the whole loop when not optimising. */
+static inline void nn2c_dsp_row1_step(int32_t v, const int8_t *wp, const int8_t *wq, int32_t *s0, int32_t *s1,
+                                      int32_t *s2, int32_t *s3) {
+    NN2C_DSP_EXT(v, ve, vo);
+    const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+    const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
+    NN2C_DSP_EXT(w0, w0e, w0o);
+    NN2C_DSP_EXT(w1, w1e, w1o);
+    NN2C_DSP_EXT(w2, w2e, w2o);
+    NN2C_DSP_EXT(w3, w3e, w3o);
+    *s0 = __smlad(vo, w0o, __smlad(ve, w0e, *s0));
+    *s1 = __smlad(vo, w1o, __smlad(ve, w1e, *s1));
+    *s2 = __smlad(vo, w2o, __smlad(ve, w2e, *s2));
+    *s3 = __smlad(vo, w3o, __smlad(ve, w3e, *s3));
+}
+
 /* One row x four channels (two groups) per step: one input word, two filter words per group,
  * 10 SXTB16, 8 SMLAD. In assembly (23 instructions per 16 MACs; GCC 12: 29). */
 static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
@@ -357,33 +374,11 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
         }
 #else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
         for (const int8_t *const x0_end = a0 + 4 * blocks; x0 != x0_end; x0 += 4, wp += 8, wq += 8) {
-            const int32_t v0 = nn2c_simd_ld32(x0);
-            NN2C_DSP_EXT(v0, v0e, v0o);
-            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
-            const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
-            NN2C_DSP_EXT(w0, w0e, w0o);
-            NN2C_DSP_EXT(w1, w1e, w1o);
-            NN2C_DSP_EXT(w2, w2e, w2o);
-            NN2C_DSP_EXT(w3, w3e, w3o);
-            s0 = __smlad(v0o, w0o, __smlad(v0e, w0e, s0));
-            s1 = __smlad(v0o, w1o, __smlad(v0e, w1e, s1));
-            s2 = __smlad(v0o, w2o, __smlad(v0e, w2e, s2));
-            s3 = __smlad(v0o, w3o, __smlad(v0e, w3e, s3));
+            nn2c_dsp_row1_step(nn2c_simd_ld32(x0), wp, wq, &s0, &s1, &s2, &s3);
         }
 #endif
         if (tail) {
-            const int32_t v0 = nn2c_simd_ld_partial(x0, tail);
-            NN2C_DSP_EXT(v0, v0e, v0o);
-            const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
-            const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
-            NN2C_DSP_EXT(w0, w0e, w0o);
-            NN2C_DSP_EXT(w1, w1e, w1o);
-            NN2C_DSP_EXT(w2, w2e, w2o);
-            NN2C_DSP_EXT(w3, w3e, w3o);
-            s0 = __smlad(v0o, w0o, __smlad(v0e, w0e, s0));
-            s1 = __smlad(v0o, w1o, __smlad(v0e, w1e, s1));
-            s2 = __smlad(v0o, w2o, __smlad(v0e, w2e, s2));
-            s3 = __smlad(v0o, w3o, __smlad(v0e, w3e, s3));
+            nn2c_dsp_row1_step(nn2c_simd_ld_partial(x0, tail), wp, wq, &s0, &s1, &s2, &s3);
         }
         const int32_t acc[4] = {s0, s1, s2, s3};
         const int32_t n = out_c - c < 4 ? out_c - c : 4;
