@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from nn2c.api import CompileOptions, CompileResult, compile_model
+from nn2c.ir import Value
 from nn2c.verify.build import build, run
 from nn2c.verify.inputs import random_records
 
@@ -47,12 +48,48 @@ def compare_arrays(ours: np.ndarray, ref: np.ndarray, float_rtol: float, float_a
     ours = np.asarray(ours)
     ref = np.asarray(ref).reshape(ours.shape)
     if np.issubdtype(ours.dtype, np.floating):
-        diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
-        scale = np.maximum(np.abs(ref.astype(np.float64)), 1e-30)
-        bad = diff > (float_atol + float_rtol * np.abs(ref.astype(np.float64)))
-        return float(diff.max(initial=0)), float((diff / scale).max(initial=0)), int(bad.sum())
+        a, b = ours.astype(np.float64), ref.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # inf - inf
+            diff = np.abs(a - b)
+        finite_ref = np.isfinite(b)
+        scale = np.where(finite_ref, np.maximum(np.abs(b), 1e-30), 1.0)
+        # within tolerance of a finite reference; an infinite one must be matched exactly; NaN against
+        # NaN agrees (as numpy.testing.assert_allclose), NaN against a number does not (a plain
+        # `diff > tolerance` would let it through)
+        with np.errstate(invalid="ignore"):
+            close = np.where(finite_ref, diff <= float_atol + float_rtol * np.abs(b), a == b)
+        same = close | (np.isnan(a) & np.isnan(b))
+        finite = np.where(np.isfinite(diff), diff, 0.0)
+        return float(finite.max(initial=0)), float((finite / scale).max(initial=0)), int((~same).sum())
     diff = np.abs(ours.astype(np.int64) - ref.astype(np.int64))
     return float(diff.max(initial=0)), 0.0, int((diff != 0).sum())
+
+
+def compare_outputs(reference: str, outputs: list[Value], ours: list[list[np.ndarray]],
+                    theirs: list[list[np.ndarray]], float_rtol: float, float_atol: float) -> list[OutputComparison]:
+    """Per model output, the worst difference over all records (ours against one reference)."""
+    comparisons = []
+    for k, value in enumerate(outputs):
+        worst = OutputComparison(reference, k, value.name, 0.0, 0.0, 0, 0)
+        for ours_rec, theirs_rec in zip(ours, theirs, strict=True):
+            abs_d, rel_d, bad = compare_arrays(ours_rec[k], theirs_rec[k], float_rtol, float_atol)
+            worst.max_abs_diff = max(worst.max_abs_diff, abs_d)
+            worst.max_rel_diff = max(worst.max_rel_diff, rel_d)
+            worst.mismatches += bad
+            worst.elements += ours_rec[k].size
+        comparisons.append(worst)
+    return comparisons
+
+
+def run_compiled(result: CompileResult, records: list[list[np.ndarray]], workdir: str | Path | None = None
+                 ) -> list[list[np.ndarray]]:
+    """Write the compiled model (into workdir, or a temporary folder), build it with the host compiler
+    and run it on the records."""
+    with tempfile.TemporaryDirectory(prefix="nn2c_verify_") as tmp:
+        out_dir = Path(workdir) if workdir else Path(tmp) / result.name
+        result.write(out_dir, force=True)
+        exe = build(out_dir, Path(tmp) / "runner")
+        return run(exe, records, result.graph.inputs, result.graph.outputs)
 
 
 def verify_model(model: str | Path, count: int = 3, seed: int = 0, references: tuple[str, ...] = ("tflm", "litert"),
@@ -63,11 +100,7 @@ def verify_model(model: str | Path, count: int = 3, seed: int = 0, references: t
     result: CompileResult = compile_model(model, options)
     graph = result.graph
     records = random_records(graph.inputs, count, seed)
-    with tempfile.TemporaryDirectory(prefix="nn2c_verify_") as tmp:
-        out_dir = Path(workdir) if workdir else Path(tmp) / result.name
-        result.write(out_dir, force=True)
-        exe = build(out_dir, Path(tmp) / "runner")
-        ours = run(exe, records, graph.inputs, graph.outputs)
+    ours = run_compiled(result, records, workdir)
     report = VerifyReport(str(model), count, arena_bytes=result.arena_bytes)
     runners = {"tflm": run_tflm, "litert": run_litert}
     for ref_name in references:
@@ -76,13 +109,5 @@ def verify_model(model: str | Path, count: int = 3, seed: int = 0, references: t
         except Exception as exc:  # the reference itself refuses some models (e.g. TFLM and hybrids)
             report.skipped[ref_name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
             continue
-        for k, value in enumerate(graph.outputs):
-            worst = OutputComparison(ref_name, k, value.name, 0.0, 0.0, 0, 0)
-            for ours_rec, theirs_rec in zip(ours, theirs, strict=True):
-                abs_d, rel_d, bad = compare_arrays(ours_rec[k], theirs_rec[k], float_rtol, float_atol)
-                worst.max_abs_diff = max(worst.max_abs_diff, abs_d)
-                worst.max_rel_diff = max(worst.max_rel_diff, rel_d)
-                worst.mismatches += bad
-                worst.elements += ours_rec[k].size
-            report.comparisons.append(worst)
+        report.comparisons += compare_outputs(ref_name, graph.outputs, ours, theirs, float_rtol, float_atol)
     return report
