@@ -1,8 +1,11 @@
-"""Shared assertion of the injection tests: what a model names never reaches the C compiler."""
+"""Shared parts of the generated-code safety tests: extreme inputs, and the injection assertion
+(what a model names never reaches the C compiler)."""
 
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 
 def assert_no_injected_code(files: dict[str, str], payloads: tuple[str, ...]) -> None:
@@ -17,3 +20,20 @@ def assert_no_injected_code(files: dict[str, str], payloads: tuple[str, ...]) ->
         assert "/*" not in code and "*/" not in code, name
         for payload in payloads:
             assert payload not in code, (name, payload)
+
+
+def extreme_records(graph) -> list[list[np.ndarray]]:
+    """Two records: every input at its dtype's minimum, then at its maximum (floats: -3 and 3)."""
+    records = []
+    for fill in ("min", "max"):
+        record = []
+        for value in graph.inputs:
+            dtype = np.dtype(value.type.dtype)
+            if dtype.kind == "f":
+                v = -3.0 if fill == "min" else 3.0
+            else:
+                info = np.iinfo(dtype)
+                v = info.min if fill == "min" else info.max
+            record.append(np.full(value.type.shape, v, dtype=dtype))
+        records.append(record)
+    return records

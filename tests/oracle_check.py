@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nn2c.verify.compare import VerifyReport, verify_model
+import numpy as np
+
+from nn2c.verify.compare import VerifyReport, compare_arrays, verify_model
 
 
 def assert_matches_tflm(model: bytes | str | Path, tmp_path: Path, records: int = 4, seed: int = 0,
@@ -27,3 +29,13 @@ def assert_matches_tflm(model: bytes | str | Path, tmp_path: Path, records: int 
         for c in bad
     )
     return report
+
+
+def assert_records_match(ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]], rtol: float = 1e-5,
+                         atol: float = 1e-6) -> None:
+    """Outputs of already-run records: integers identical, floats within rtol (relative) + atol."""
+    assert len(ours) == len(theirs)
+    for k, (our_rec, their_rec) in enumerate(zip(ours, theirs, strict=True)):
+        for j, (a, b) in enumerate(zip(our_rec, their_rec, strict=True)):
+            max_abs, _, bad = compare_arrays(a, b, rtol, atol)
+            assert bad == 0, f"record {k} output {j}: {bad}/{a.size} values differ, max abs diff {max_abs:g}"

@@ -19,6 +19,7 @@ from nn2c.verify.build import build, run
 from nn2c.verify.inputs import random_records
 from nn2c.verify.oracle import run_tflm
 from tests.conftest import TFLM_MODELS, model_path
+from tests.oracle_check import assert_records_match
 
 
 @pytest.mark.parametrize("model", TFLM_MODELS)
@@ -31,12 +32,7 @@ def test_debug_build_guards_hold_and_results_equal_tflm(model, tmp_path):
     records = random_records(result.graph.inputs, 2, seed=7)
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)  # exit 2 if a guard broke
     theirs = run_tflm(model_path(model), records, len(result.graph.outputs))
-    for our_rec, their_rec in zip(ours, theirs, strict=True):
-        for a, b in zip(our_rec, their_rec, strict=True):
-            if np.issubdtype(a.dtype, np.floating):
-                np.testing.assert_allclose(a, b.reshape(a.shape), rtol=1e-5, atol=1e-6)
-            else:
-                assert np.array_equal(a, b.reshape(a.shape))
+    assert_records_match(ours, theirs)
 
 
 def _plant(source: str, name: str, step: int, statement: str) -> str:

@@ -12,8 +12,9 @@ import pytest
 from nn2c.api import compile_model
 from nn2c.verify.build import build, run
 from nn2c.verify.oracle import run_tflm
-from tests.c_safety import assert_no_injected_code
+from tests.c_safety import assert_no_injected_code, extreme_records
 from tests.conftest import LARGE_MODELS, TFLM_MODELS, model_path
+from tests.oracle_check import assert_records_match
 from tests.tflite_builder import ModelBuilder
 
 
@@ -29,22 +30,6 @@ def test_compile_is_deterministic(model):
 
 
 
-def _extreme_records(graph) -> list[list[np.ndarray]]:
-    records = []
-    for fill in ("min", "max"):
-        record = []
-        for value in graph.inputs:
-            dtype = np.dtype(value.type.dtype)
-            if dtype.kind == "f":
-                v = -3.0 if fill == "min" else 3.0
-            else:
-                info = np.iinfo(dtype)
-                v = info.min if fill == "min" else info.max
-            record.append(np.full(value.type.shape, v, dtype=dtype))
-        records.append(record)
-    return records
-
-
 @pytest.mark.parametrize("model", TFLM_MODELS)
 def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
     """ASan + UBSan build (-Werror too) on all-min / all-max inputs; results still equal TFLM."""
@@ -53,15 +38,10 @@ def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
     exe = build(out, tmp_path / "asan_runner", opt="-O1",
                 extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                              "-fno-omit-frame-pointer"])
-    records = _extreme_records(result.graph)
+    records = extreme_records(result.graph)
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
     theirs = run_tflm(model_path(model), records, len(result.graph.outputs))
-    for our_rec, their_rec in zip(ours, theirs, strict=True):
-        for a, b in zip(our_rec, their_rec, strict=True):
-            if np.issubdtype(a.dtype, np.floating):
-                np.testing.assert_allclose(a, b.reshape(a.shape), rtol=1e-5, atol=1e-6)
-            else:
-                assert np.array_equal(a, b.reshape(a.shape))
+    assert_records_match(ours, theirs)
 
 
 def test_hostile_names_cannot_inject_code(tmp_path):

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
 from nn2c.verify.build import build, run  # noqa: E402
 from nn2c.verify.onnx_oracle import run_onnxruntime  # noqa: E402
-from tests.c_safety import assert_no_injected_code  # noqa: E402
+from tests.c_safety import assert_no_injected_code, extreme_records  # noqa: E402
 
 ONNX_MODELS = sorted((Path(__file__).resolve().parent.parent / "models" / "onnx").glob("*.onnx"))
 SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
@@ -37,25 +37,13 @@ def test_onnx_compile_is_deterministic(path, nhwc_io):
         assert first[name] == second[name], f"{name} differs between two compiles"
 
 
-def _extreme(graph, fill: str) -> list[np.ndarray]:
-    record = []
-    for value in graph.inputs:
-        dtype = np.dtype(value.type.dtype)
-        if dtype.kind == "f":
-            v = {"min": -3.0, "max": 3.0}[fill]
-        else:
-            v = np.iinfo(dtype).min if fill == "min" else np.iinfo(dtype).max
-        record.append(np.full(value.type.shape, v, dtype=dtype))
-    return record
-
-
 @pytest.mark.parametrize("path", ONNX_MODELS, ids=lambda p: p.stem)
 def test_onnx_models_sanitizer_clean_on_extreme_and_random_inputs(path, tmp_path):
     result = compile_model(path)
     out = result.write(tmp_path / "out")
     exe = build(out, tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE)
     rng = np.random.default_rng(7)
-    records = [_extreme(result.graph, "min"), _extreme(result.graph, "max"),
+    records = [*extreme_records(result.graph),
                [rng.standard_normal(v.type.shape).astype(np.float32) * 2 for v in result.graph.inputs]]
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
     theirs = run_onnxruntime(path, result.graph, records)

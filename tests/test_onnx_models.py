@@ -18,8 +18,9 @@ ort = pytest.importorskip("onnxruntime", reason="SKIPPED LOUDLY: onnxruntime is 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
+from nn2c.verify.compare import run_compiled  # noqa: E402
 from nn2c.verify.inputs import random_records  # noqa: E402
-from nn2c.verify.onnx_oracle import run_compiled, run_onnxruntime, verify_onnx  # noqa: E402
+from nn2c.verify.onnx_oracle import run_onnxruntime, verify_onnx  # noqa: E402
 
 FLOAT = TensorProto.FLOAT
 

@@ -23,6 +23,7 @@ from nn2c.passes.rewrite import (
     const,
     const_array,
     is_float,
+    rewrite_until_stable,
     set_input,
     sole_user,
 )
@@ -111,11 +112,5 @@ def _fold(graph: Graph, node: Node, result: PassResult) -> bool:
 
 
 def fold_affine(graph: Graph) -> PassResult:
-    result = PassResult(False)
-    changed = True
-    while changed:
-        changed = False
-        for node in list(graph.nodes):
-            if node in graph.nodes and node.op in ("MUL", "DIV", "ADD", "SUB") and _fold(graph, node, result):
-                changed = True
-    return result
+    return rewrite_until_stable(graph, lambda g, node, result: node.op in ("MUL", "DIV", "ADD", "SUB")
+                                and _fold(g, node, result))

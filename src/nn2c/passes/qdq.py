@@ -33,6 +33,7 @@ from nn2c.passes.rewrite import (
     insert_before,
     is_output,
     new_value,
+    rewrite_until_stable,
     set_input,
 )
 
@@ -374,16 +375,12 @@ def rewrite_qdq(graph: Graph) -> PassResult:
     """On ONNX models every rule; on TFLite models only the exact ones (TFLM runs float islands in
     float, and nn2c must match it bit for bit): DEQUANTIZE sinking and equal-parameter pair removal."""
     exact_only = graph.metadata.get("source_format") != "onnx"
-    result = PassResult(False)
-    changed = True
-    while changed:
-        changed = False
-        for node in list(graph.nodes):
-            if node not in graph.nodes:
-                continue
-            if _quantize_pairs(graph, node, result, exact_only) or _sink_dequantize(graph, node, result) or (not exact_only and _rewrite(graph, node, result)):
-                changed = True
-    return result
+
+    def rule(graph: Graph, node: Node, result: PassResult) -> bool:
+        return (_quantize_pairs(graph, node, result, exact_only) or _sink_dequantize(graph, node, result)
+                or (not exact_only and _rewrite(graph, node, result)))
+
+    return rewrite_until_stable(graph, rule)
 
 
 def fold_float_weights(graph: Graph) -> PassResult:

@@ -7,7 +7,7 @@ names (a bypassed node's output name moves to the value that replaces it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,19 @@ def reset_fresh_names() -> None:
 def fresh_name(base: str) -> str:
     _counter[0] += 1
     return f"{base}~{_counter[0]}"
+
+
+def rewrite_until_stable(graph: Graph, rule: Callable[[Graph, Node, PassResult], bool]) -> PassResult:
+    """Apply `rule` to every node still in the graph, again and again until a sweep changes nothing;
+    the rule says whether it changed the graph and records what it did in the result."""
+    result = PassResult(False)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(graph.nodes):
+            if node in graph.nodes and rule(graph, node, result):
+                changed = True
+    return result
 
 
 def const(array: np.ndarray, name: str, quant: QuantParams | None = None) -> Value:

@@ -26,6 +26,7 @@ from nn2c.passes.rewrite import (
     int32_const,
     is_float,
     perm_of,
+    rewrite_until_stable,
     set_input,
     sole_user,
 )
@@ -178,15 +179,7 @@ def _hard_swish(graph: Graph, node: Node, result: PassResult) -> bool:
 
 
 def simplify(graph: Graph) -> PassResult:
-    result = PassResult(False)
-    changed = True
-    while changed:
-        changed = False
-        for node in list(graph.nodes):
-            if node not in graph.nodes:
-                continue
-            changed |= _simplify_node(graph, node, result)
-    return result
+    return rewrite_until_stable(graph, _simplify_node)
 
 
 def _simplify_node(graph: Graph, node: Node, result: PassResult) -> bool:

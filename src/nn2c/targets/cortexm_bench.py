@@ -31,7 +31,7 @@ from nn2c.targets.cortexm_run import (
     layer_profile,
     run_image,
 )
-from nn2c.verify.compare import OutputComparison, compare_arrays
+from nn2c.verify.compare import OutputComparison, compare_outputs
 from nn2c.verify.inputs import random_records
 
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
@@ -186,15 +186,7 @@ def _reference_outputs(model: str | Path, records: list[list[np.ndarray]], graph
 
 def _compare(report: BenchReport, graph: Graph, ours: list[list[np.ndarray]],
              theirs: list[list[np.ndarray]]) -> None:
-    for k, value in enumerate(graph.outputs):
-        worst = OutputComparison(report.reference, k, value.name, 0.0, 0.0, 0, 0)
-        for ours_rec, theirs_rec in zip(ours, theirs, strict=True):
-            abs_d, rel_d, bad = compare_arrays(ours_rec[k], theirs_rec[k], FLOAT_RTOL, FLOAT_ATOL)
-            worst.max_abs_diff = max(worst.max_abs_diff, abs_d)
-            worst.max_rel_diff = max(worst.max_rel_diff, rel_d)
-            worst.mismatches += bad
-            worst.elements += ours_rec[k].size
-        report.comparisons.append(worst)
+    report.comparisons += compare_outputs(report.reference, graph.outputs, ours, theirs, FLOAT_RTOL, FLOAT_ATOL)
 
 
 def _layer_reports(layers: list[LayerCost], graph: Graph) -> list[LayerReport]:

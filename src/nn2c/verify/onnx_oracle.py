@@ -8,16 +8,14 @@ permuted back to the model's layout and its outputs are permuted into ours befor
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from nn2c.api import CompileOptions, CompileResult, compile_model
+from nn2c.api import CompileOptions, compile_model
 from nn2c.ir import Graph
-from nn2c.verify.build import build, run
-from nn2c.verify.compare import OutputComparison, VerifyReport, compare_arrays
+from nn2c.verify.compare import VerifyReport, compare_outputs, run_compiled
 from nn2c.verify.inputs import random_records
 
 
@@ -57,16 +55,6 @@ def run_onnxruntime(model_path: str | Path, graph: Graph, records: list[list[np.
     return results
 
 
-def run_compiled(result: CompileResult, records: list[list[np.ndarray]], workdir: str | Path | None = None
-                 ) -> list[list[np.ndarray]]:
-    """Write, build with the host compiler and run the compiled model on the records."""
-    with tempfile.TemporaryDirectory(prefix="nn2c_onnx_") as tmp:
-        out_dir = Path(workdir) if workdir else Path(tmp) / result.name
-        result.write(out_dir, force=True)
-        exe = build(out_dir, Path(tmp) / "runner")
-        return run(exe, records, result.graph.inputs, result.graph.outputs)
-
-
 def verify_onnx(model: str | Path, options: CompileOptions | None = None, count: int = 3, seed: int = 0,
                 rtol: float = 1e-4, atol: float = 1e-5, workdir: str | Path | None = None) -> VerifyReport:
     """Compare the compiled model with onnxruntime on `count` seeded inputs (rtol relative + atol)."""
@@ -76,13 +64,5 @@ def verify_onnx(model: str | Path, options: CompileOptions | None = None, count:
     ours = run_compiled(result, records, workdir)
     theirs = run_onnxruntime(model, graph, records)
     report = VerifyReport(str(model), count, arena_bytes=result.arena_bytes)
-    for k, value in enumerate(graph.outputs):
-        worst = OutputComparison("onnxruntime", k, value.name, 0.0, 0.0, 0, 0)
-        for ours_rec, theirs_rec in zip(ours, theirs, strict=True):
-            abs_d, rel_d, bad = compare_arrays(ours_rec[k], theirs_rec[k], rtol, atol)
-            worst.max_abs_diff = max(worst.max_abs_diff, abs_d)
-            worst.max_rel_diff = max(worst.max_rel_diff, rel_d)
-            worst.mismatches += bad
-            worst.elements += ours_rec[k].size
-        report.comparisons.append(worst)
+    report.comparisons = compare_outputs("onnxruntime", graph.outputs, ours, theirs, rtol, atol)
     return report

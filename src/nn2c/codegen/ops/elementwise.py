@@ -85,7 +85,7 @@ def _fusable(inner: Loop, outer: Loop) -> bool:
     return outer[1] == sa * extent and outer[2] == sb * extent
 
 
-def _bcast_field(ctx: EmitContext, a: Value, b: Value, out: Value) -> str:
+def broadcast_field(ctx: EmitContext, a: Value, b: Value, out: Value) -> str:
     try:
         loops = broadcast_loops(a.type.shape, b.type.shape, out.type.shape)
     except ValueError as exc:
@@ -156,7 +156,7 @@ def _emit_binary(ctx: EmitContext, function: str, ctype: str, fields: dict, a: V
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("elementwise")
-    params = ctx.params_struct(ctype, {"bc": _bcast_field(ctx, a, b, out), **fields})
+    params = ctx.params_struct(ctype, {"bc": broadcast_field(ctx, a, b, out), **fields})
     ctx.call(function, params, ctx.ptr(a), ctx.ptr(b), ctx.ptr(out))
 
 

@@ -24,10 +24,10 @@ from math import prod
 
 import numpy as np
 
-from nn2c.codegen.context import EmitContext, format_field
+from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import LOWERINGS, Lowering, lowering
 from nn2c.codegen.ops.common import float_activation_range, int_activation_range, scale, zero_point
-from nn2c.codegen.ops.elementwise import broadcast_loops
+from nn2c.codegen.ops.elementwise import broadcast_field
 from nn2c.ir import Node, Value, dtype_bytes
 from nn2c.quant.fixedpoint import (
     quantize_multiplier,
@@ -35,7 +35,8 @@ from nn2c.quant.fixedpoint import (
     round_half_away,
 )
 
-MAX_DIMS = 8  # NN2C_EXTRA_MAX_DIMS
+# nn2c_extra_bcast_t has the layout of nn2c_elementwise.h's broadcast struct (NN2C_EXTRA_MAX_DIMS = NN2C_EW_MAX_DIMS = 8),
+# so the elementwise lowering's broadcast_field fills it
 _SUFFIX = {"int8": "s8", "int16": "s16"}
 _QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
 _CLAMPS = {"RELU": (0.0, float("inf")), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
@@ -201,19 +202,6 @@ def lookup_table(node: Node, ctx: EmitContext) -> None:
     ctx.call("nn2c_extra_lut_s8", str(count), ctx.weight(table), ctx.ptr(x), ctx.ptr(out))
 
 
-def _bcast(ctx: EmitContext, a: Value, b: Value, out: Value) -> str:
-    try:
-        loops = broadcast_loops(a.type.shape, b.type.shape, out.type.shape)
-    except ValueError as exc:
-        raise ctx.unsupported(str(exc)) from None
-    if len(loops) > MAX_DIMS:
-        raise ctx.unsupported(f"broadcast needs {len(loops)} loops; at most {MAX_DIMS} are supported")
-    pad = [0] * (MAX_DIMS - len(loops))
-    return (f"{{.rank = {len(loops)}, .dims = {format_field([d for d, _, _ in loops] + pad)}, "
-            f".stride1 = {format_field([s for _, s, _ in loops] + pad)}, "
-            f".stride2 = {format_field([s for _, _, s in loops] + pad)}}}")
-
-
 @_register("SUB")
 def sub(node: Node, ctx: EmitContext) -> None:
     a, b = node.input(0), node.input(1)
@@ -227,7 +215,7 @@ def sub(node: Node, ctx: EmitContext) -> None:
         return
     activation = str(node.attrs.get("fused_activation_function", "NONE") or "NONE")
     ctx.use_kernel("extra")
-    fields: dict = {"bc": _bcast(ctx, a, b, out)}
+    fields: dict = {"bc": broadcast_field(ctx, a, b, out)}
     if dtype == "float32":
         lo, hi = float_activation_range(ctx, activation)
         fields.update(act_min=lo, act_max=hi)
