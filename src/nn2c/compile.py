@@ -4,7 +4,8 @@
     optimise    Graph -> Graph, PipelineReport            (passes/, -O0 / -O1 / -O2)
     quantize    float Graph -> int8 Graph, SQNR report    (quant/; only with --quantize, then optimise again)
     lower       Graph, Target -> LoweredModel             (codegen/lower.py + codegen/ops/: kernel calls)
-    schedule    Graph -> Schedule                         (memory/schedule.py: execution order)
+    schedule    Graph -> Schedule                         (memory/schedule.py: execution order;
+                                                           memory/fusion.py: row groups, by cost)
     plan_memory Graph, LoweredModel -> ArenaPlan          (memory/arena.py: one offset per buffer)
     render      LoweredModel, ArenaPlan -> GeneratedCode  (codegen/render.py: the files)
 
@@ -14,18 +15,22 @@ Then the folder's build files are added (codegen/package.py) and the budgets che
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from nn2c.codegen.cnames import c_identifier
-from nn2c.codegen.lower import lower
+from nn2c.codegen.context import NodeCode
+from nn2c.codegen.lower import LoweredModel, lower
 from nn2c.codegen.package import library_files
 from nn2c.codegen.render import render
+from nn2c.codegen.stream import RowGroup, group_code
 from nn2c.errors import BudgetExceededError, InvalidModelError, UsageError
 from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
 from nn2c.ir import Graph, verify
 from nn2c.memory.arena import plan_arena
-from nn2c.memory.schedule import schedule
-from nn2c.options import CompileOptions
+from nn2c.memory.fusion import choose_steps
+from nn2c.memory.schedule import Schedule, schedule
+from nn2c.options import SCHEDULES, CompileOptions
 from nn2c.passes.pipeline import PipelineReport, optimize
 from nn2c.result import CompileResult
 from nn2c.target import get_target
@@ -100,14 +105,16 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     lowered = lower(graph, name, target, options.debug)
     step("choosing the operator order")
     order = schedule(graph, reorder=options.reorder)
+    step(f"choosing row groups (--schedule {options.schedule})")
+    order, step_codes = _fuse(graph, lowered, order, options)
     planner = (f"exact planner, up to {options.plan_time_limit:g} s" if options.planner == "exact"
                else f"{options.planner} planner")
     step(f"planning memory ({planner})")
-    scratch = [code.scratch for code in lowered.code_in(graph.nodes)]
+    scratch = [code.scratch for code in step_codes]
     arena = plan_arena(graph, lowered.aliases, scratch, options.planner, options.inplace,
-                       options.plan_time_limit, options.debug)
+                       options.plan_time_limit, options.debug, steps=order.steps)
     step("writing C")
-    code = render(lowered, arena, Path(path).name)
+    code = render(lowered, arena, Path(path).name, step_codes)
     files = dict(code.files)
     files.update(library_files(name, code.files, graph, code.plan.arena_bytes, code.state_bytes,
                                code.weight_bytes, Path(path).name, options.target))
@@ -115,6 +122,22 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
                            ops_before=ops_before, tflite=tflite_bytes, schedule=order)
     _check_budgets(result, options)
     return result
+
+
+def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,
+          options: CompileOptions) -> tuple[Schedule, list[NodeCode]]:
+    """The row groups of the schedule (memory/fusion.py) and the code of every step."""
+    if options.schedule not in SCHEDULES:
+        raise UsageError(f"unknown --schedule {options.schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    codes = lowered.code_in(graph.nodes)
+    budget = None
+    if options.ram_budget is not None:
+        budget = options.ram_budget - lowered.state_bytes
+    inplace = options.inplace and not options.debug
+    choice = choose_steps(graph, codes, lowered.ctx, lowered.aliases, options.schedule, budget, inplace)
+    by_node = {id(c.node): c for c in codes}
+    step_codes = [group_code(s, lowered.ctx) if isinstance(s, RowGroup) else by_node[id(s)] for s in choice.steps]
+    return replace(order, steps=tuple(choice.steps), fusion=choice), step_codes
 
 
 def _check_tflite_path(model: str | Path, options: CompileOptions) -> None:

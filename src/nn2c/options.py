@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+SCHEDULES = ("auto", "layer", "min-ram")  # memory/fusion.py
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     name: str | None = None  # C prefix and file stem; default: the model's file stem
@@ -15,6 +18,9 @@ class CompileOptions:
     plan_time_limit: float = 10.0  # seconds for the exact planner
     opt_level: int = 2  # graph optimisation pipeline: 0 none, 1 safe clean-ups, 2 everything
     reorder: bool = True  # run operators in the topological order with the lowest memory peak
+    # row groups (memory/fusion.py): "layer" none, "auto" the least RAM within a small extra cost,
+    # "min-ram" the least RAM; with ram_budget: the cheapest grouping that fits
+    schedule: str = "auto"
     nhwc_io: bool = False  # ONNX: channels-last model inputs/outputs (drops the edge transposes)
     target: str = "host"  # host (portable C99), cortex-m4, cortex-m7, cortex-m55 (SIMD kernels)
     debug: bool = False  # arena canaries and bounds checks in the generated code

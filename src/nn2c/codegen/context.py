@@ -41,6 +41,7 @@ class NodeCode:
     statements: list[str] = field(default_factory=list)
     scratch: list[int] = field(default_factory=list)  # bytes of each scratch buffer
     aliases: dict[int, Value] = field(default_factory=dict)  # id(output) -> input it shares memory with
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (function, args) of each call
 
 
 class EmitContext:
@@ -139,6 +140,7 @@ class EmitContext:
     def call(self, function: str, *args: str) -> None:
         assert self._current is not None
         self._current.statements.append(f"{function}({', '.join(args)});")
+        self._current.calls.append((function, tuple(args)))  # read by fused row streaming (codegen/stream.py)
 
     def statement(self, text: str) -> None:
         assert self._current is not None

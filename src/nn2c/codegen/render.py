@@ -341,10 +341,12 @@ def _manifest(name: str, graph: Graph, plan: MemoryPlan, state_bytes: int) -> st
     }, indent=2, sort_keys=True) + "\n"
 
 
-def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str) -> GeneratedCode:
-    """All files of the output folder, for the graph in its (scheduled) node order."""
+def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
+           steps: list[NodeCode] | None = None) -> GeneratedCode:
+    """All files of the output folder; `steps` is the code of each step of invoke() in order
+    (default: every node of the graph, in its scheduled order)."""
     name, graph = lowered.name, lowered.graph
-    steps = lowered.code_in(graph.nodes)
+    steps = lowered.code_in(graph.nodes) if steps is None else steps
     writer = _SourceWriter(lowered, steps, arena, source_name)
     kernels = sorted(lowered.ctx.kernels)
     weights = lowered.ctx.weights

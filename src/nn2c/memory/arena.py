@@ -9,11 +9,12 @@ let outputs overlap inputs, so that a kernel writing outside its tensor is caugh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from nn2c.ir import Graph, Value
 from nn2c.memory.inplace import InPlacePair
-from nn2c.memory.lifetimes import Buffers, analyse
+from nn2c.memory.lifetimes import Buffers, Step, analyse
 from nn2c.memory.planner import plan_memory
 from nn2c.memory.requests import BufferRequest, MemoryPlan, live_bytes_lower_bound
 
@@ -47,10 +48,11 @@ class ArenaPlan:
 
 
 def plan_arena(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], planner: str = "exact",
-               inplace: bool = True, time_limit: float = 10.0, debug: bool = False) -> ArenaPlan:
-    """Offsets for the buffers of `graph` run in graph.nodes order; scratch[step] lists the bytes
-    of each scratch buffer that step asks for."""
-    buffers = analyse(graph, aliases, scratch, inplace=inplace and not debug)
+               inplace: bool = True, time_limit: float = 10.0, debug: bool = False,
+               steps: Sequence[Step] | None = None) -> ArenaPlan:
+    """Offsets for the buffers of `graph` run as `steps` (default: graph.nodes in order); scratch[step]
+    lists the bytes of each scratch buffer that step asks for."""
+    buffers = analyse(graph, aliases, scratch, inplace=inplace and not debug, steps=steps)
     requests = buffers.requests
     if debug:
         requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]

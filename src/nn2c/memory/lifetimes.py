@@ -7,11 +7,18 @@ execution order; graph inputs are live from step 0 and graph outputs until after
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
 
 from nn2c.ir import Graph, Node, Value
 from nn2c.memory.inplace import InPlacePair, overlap_distance
 from nn2c.memory.requests import BufferRequest, align_up
+
+if TYPE_CHECKING:
+    from nn2c.codegen.stream import RowGroup
+
+Step = Union[Node, "RowGroup"]  # what one position of invoke() runs
 
 
 @dataclass
@@ -22,8 +29,12 @@ class Buffers:
     inplace: list[InPlacePair] = field(default_factory=list)
 
 
-def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], inplace: bool = True) -> Buffers:
-    """Buffer requests for the arena. `aliases` maps id(output) -> the value whose memory it reuses."""
+def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], inplace: bool = True,
+            steps: Sequence[Step] | None = None) -> Buffers:
+    """Buffer requests for the arena. `aliases` maps id(output) -> the value whose memory it reuses;
+    `steps` (default: graph.nodes) are what invoke() runs in order: operators, or row groups whose
+    intermediate tensors never exist whole (memory/fusion.py)."""
+    steps = list(graph.nodes) if steps is None else list(steps)
 
     def root(value: Value) -> Value:
         while id(value) in aliases:
@@ -44,10 +55,10 @@ def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], i
         span[0], span[1] = min(span[0], step), max(span[1], step)
         sizes[name] = max(sizes.get(name, 0), value.type.num_bytes, base.type.num_bytes)
 
-    end = len(graph.nodes)
+    end = len(steps)
     for value in graph.inputs:
         touch(value, 0)
-    for step, node in enumerate(graph.nodes):
+    for step, node in enumerate(steps):
         for operand in node.inputs:
             if operand is not None:
                 touch(operand, step)
@@ -62,14 +73,14 @@ def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], i
         step_names = [f"s{step}_{k}" for k in range(len(step_scratch))]
         requests += [BufferRequest(n, b, step, step) for n, b in zip(step_names, step_scratch, strict=True)]
         scratch_names.append(step_names)
-    pairs = _inplace_pairs(graph, names, spans, root) if inplace else []
+    pairs = _inplace_pairs(steps, names, spans) if inplace else []
     return Buffers(requests, names, scratch_names, pairs)
 
 
-def _inplace_pairs(graph: Graph, names: dict[int, str], spans: dict[str, list[int]], root) -> list[InPlacePair]:
+def _inplace_pairs(steps: list[Step], names: dict[int, str], spans: dict[str, list[int]]) -> list[InPlacePair]:
     pairs: list[InPlacePair] = []
     taken: set[str] = set()
-    for step, node in enumerate(graph.nodes):
+    for step, node in enumerate(steps):
         pair = _best_pair(node, step, names, spans, taken)
         if pair is not None:
             pairs.append(pair)
@@ -77,7 +88,7 @@ def _inplace_pairs(graph: Graph, names: dict[int, str], spans: dict[str, list[in
     return pairs
 
 
-def _best_pair(node: Node, step: int, names: dict[int, str], spans: dict[str, list[int]],
+def _best_pair(node: Step, step: int, names: dict[int, str], spans: dict[str, list[int]],
                taken: set[str]) -> InPlacePair | None:
     if len(node.outputs) != 1:
         return None
@@ -94,7 +105,10 @@ def _best_pair(node: Node, step: int, names: dict[int, str], spans: dict[str, li
             continue
         if sum(1 for v in node.inputs if v is x) > 1:
             continue
-        distance = overlap_distance(node, x, out)
+        if isinstance(node, Node):
+            distance = overlap_distance(node, x, out)
+        else:  # a row group: from its row order (memory/rows.py)
+            distance = node.inplace.get(id(x))
         if distance is None:
             continue
         distance = align_up(distance, 16)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from nn2c.ir import Graph, Node, Value
 
@@ -141,13 +142,15 @@ def _greedy_order(problem: _Problem) -> list[Node]:
 class Schedule:
     """The `schedule` stage's result: the order in which invoke() runs the operators.
 
-    Today every step is one operator (layer-by-layer execution); fused multi-layer groups belong
-    here too, as steps that run several operators row by row.
+    `steps` is filled by the fusion stage: one operator per step (layer by layer), or row groups
+    that run several operators a row at a time.
     """
 
     order: tuple[Node, ...]
     peak_live_bytes: int  # the live-tensor peak of this order (no in-place sharing)
     peak_as_imported: int  # the same for the order the graph had before
+    steps: tuple[Any, ...] = ()  # what invoke() runs: operators and row groups (memory/fusion.py)
+    fusion: Any = None  # memory/fusion.Choice: the groups and the RAM/cost trade-off considered
 
     @property
     def reordered(self) -> bool:

@@ -1,0 +1,275 @@
+"""Row groups in C: several lowered operators run together, one output row of the last at a time.
+
+Each member keeps the kernel call its own lowering wrote (codegen/ops/), with a copy of its
+parameter struct on the stack whose row geometry is set per call: a convolution or pooling row
+reads `in_h` rows of a window starting at its first needed row, with `pad_h` rows of padding above
+them (only at the top border); an element-wise row is `row elements` long. Which kernels can run a
+row at a time, and which fields say so, is ROW_KERNELS. The loop itself is the one
+memory/rows.py simulates; memory/fusion.py chooses the groups.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
+from nn2c.ir import Node, Value, c_type, dtype_bytes
+from nn2c.memory.rows import Member, RowMap, Simulation, lowest_needed
+
+# kernel -> how its rows are set: "conv" (.g geometry), "pool" (input_h / output_h / pad_h),
+# "bcast" (a same-shape element-wise op: .bc.dims[0] elements), "count" (.count elements)
+ROW_KERNELS: dict[str, str] = {
+    **dict.fromkeys(("nn2c_conv_s8", "nn2c_conv_s16_b64", "nn2c_conv_s16_b32", "nn2c_conv_f32", "nn2c_dwconv_s8",
+                     "nn2c_dwconv_s16", "nn2c_dwconv_f32", "nn2c_conv_s8_simd", "nn2c_dw_s8_simd"), "conv"),
+    **dict.fromkeys(("nn2c_avg_pool_s8", "nn2c_avg_pool_s16", "nn2c_avg_pool_f32", "nn2c_max_pool_s8",
+                     "nn2c_max_pool_s16", "nn2c_max_pool_f32"), "pool"),
+    **dict.fromkeys(("nn2c_add_s8", "nn2c_add_s16", "nn2c_add_f32"), "bcast"),
+    "nn2c_add_s8_simd": "count",
+}
+_ROW_FIELDS = {"conv": ("g.in_h", "g.out_h", "g.pad_h"), "pool": ("input_h", "output_h", "pad_h")}
+_FIELD = re.compile(r"\.(\w+) = (-?\d+)")
+_SCRATCH = re.compile(r"@s(\d+)@")
+
+
+@dataclass(eq=False)
+class StreamOp:
+    """A lowered operator that can run one output row at a time."""
+
+    node: Node
+    code: NodeCode
+    kind: str
+    function: str
+    args: tuple[str, ...]
+    params: ParamsStruct
+    streamed: list[tuple[int, Value, RowMap]]  # (argument index, input tensor, its row map)
+    output_arg: int
+
+    @property
+    def output(self) -> Value:
+        return self.node.outputs[0]
+
+    @property
+    def rows(self) -> int:
+        return self.output.type.shape[1]
+
+    @property
+    def row_elements(self) -> int:
+        shape = self.output.type.shape
+        return shape[2] * shape[3]
+
+
+def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
+    """The node's single kernel call as a row kernel, or None if it cannot run a row at a time."""
+    node = code.node
+    if len(code.calls) != 1 or len(code.statements) != 1 or code.aliases or len(node.outputs) != 1:
+        return None
+    function, args = code.calls[0]
+    kind = ROW_KERNELS.get(function)
+    out = node.outputs[0]
+    if kind is None or len(out.type.shape) != 4 or out.type.shape[0] != 1 or out.type.num_elements == 0:
+        return None
+    params = _params_of(args[0], ctx)
+    if params is None:
+        return None
+    placeholder = {f"@v{ctx.value_ids[id(v)]}@": v for v in node.inputs + node.outputs
+                   if v is not None and id(v) in ctx.value_ids}
+    if args.count(_ptr(ctx, out)) != 1:
+        return None
+    output_arg = args.index(_ptr(ctx, out))
+    streamed = []
+    for k, arg in enumerate(args):
+        value = placeholder.get(arg)
+        if value is None or value is out:
+            continue
+        row_map = _row_map(kind, params, value, out)
+        if row_map is None:
+            return None
+        streamed.append((k, value, row_map))
+    if not streamed or len({id(v) for _, v, _ in streamed}) != len(streamed):
+        return None
+    return StreamOp(node, code, kind, function, args, params, streamed, output_arg)
+
+
+def _ptr(ctx: EmitContext, value: Value) -> str:
+    return f"@v{ctx.value_ids[id(value)]}@"
+
+
+def _params_of(arg: str, ctx: EmitContext) -> ParamsStruct | None:
+    if not arg.startswith("&"):
+        return None
+    return next((p for p in ctx.params if p.ident == arg[1:]), None)
+
+
+def geometry(params: ParamsStruct) -> dict[str, int]:
+    """The row geometry fields the kernel is given (conv: the nn2c_conv_geom_t initializer)."""
+    if "g" in params.fields:
+        return {k: int(v) for k, v in _FIELD.findall(str(params.fields["g"]))}
+    return {k: int(v) for k, v in params.fields.items() if isinstance(v, int)}
+
+
+def _row_map(kind: str, params: ParamsStruct, value: Value, out: Value) -> RowMap | None:
+    shape = value.type.shape
+    if len(shape) != 4 or shape[0] != 1:
+        return None
+    if kind in ("bcast", "count"):
+        if shape != out.type.shape:
+            return None
+        if kind == "bcast" and not str(params.fields.get("bc", "")).startswith("{.rank = 1,"):
+            return None
+        return RowMap(shape[1])
+    g = geometry(params)
+    if kind == "conv":
+        if g.get("batches") != 1 or g["in_h"] != shape[1] or g["out_h"] != out.type.shape[1]:
+            return None
+        return RowMap(g["in_h"], (g["filter_h"] - 1) * g["dilation_h"] + 1, g["stride_h"], g["pad_h"])
+    if g.get("batches") != 1 or g["input_h"] != shape[1] or g["output_h"] != out.type.shape[1]:
+        return None
+    return RowMap(g["input_h"], g["filter_h"], g["stride_h"], g["pad_h"])
+
+
+@dataclass(eq=False)
+class RowGroup:
+    """One step of the schedule that runs `ops` (in execution order; the last is the sink) by rows."""
+
+    ops: list[StreamOp]
+    members: list[Member]
+    outside: list[Value]  # whole tensors read from outside the group (source -1 - k)
+    sim: Simulation
+    kernel_scratch: list[int]  # per op: offsets of its scratch buffers in the shared region
+    scratch_region: int
+    inplace: dict[int, int] = field(default_factory=dict)  # id(outside tensor) -> in-place distance
+    op: str = "ROW_GROUP"
+    index: int = -1
+
+    @property
+    def inputs(self) -> list[Value]:
+        return list(self.outside)
+
+    @property
+    def outputs(self) -> list[Value]:
+        return [self.ops[-1].output]
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [o.node for o in self.ops]
+
+    @property
+    def name(self) -> str:
+        return f"{len(self.ops)} operators by rows: " + ", ".join(o.node.op for o in self.ops)
+
+    def where(self) -> str:
+        return f"row group of {self.ops[0].node.where()} .. {self.ops[-1].node.where()}"
+
+    @property
+    def window_bytes(self) -> list[int]:
+        return self.sim.window_bytes(self.members)[:-1]
+
+    @property
+    def scratch(self) -> list[int]:
+        return self.window_bytes + ([self.scratch_region] if self.scratch_region else [])
+
+
+def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
+    """The C block of a row group (placeholders bound later by the renderer, like any step's)."""
+    ops, members, sim = group.ops, group.members, group.sim
+    n = len(ops)
+    windows = len(group.window_bytes)
+    readers: list[list[tuple[int, RowMap]]] = [[] for _ in ops]
+    for c, member in enumerate(members):
+        for source, row_map in member.reads:
+            if source >= 0:
+                readers[source].append((c, row_map))
+    lines = [f"{{ /* {group.name}; one row of the last per iteration */"]
+    body: list[str] = []
+    for j, op in enumerate(ops):
+        body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
+    for j in range(n - 1):
+        ctype = c_type(ops[j].output.type.dtype)
+        body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* {sim.capacity[j]} rows of op {j}'s output */")
+    body.append("int32_t " + ", ".join([f"first{j} = 0" for j in range(n - 1)] + [f"done{j} = 0" for j in range(n)])
+                + ";")
+    for j, op in enumerate(ops):
+        if op.kind in _ROW_FIELDS:
+            body.append(f"k{j}.{_ROW_FIELDS[op.kind][1]} = 1;")
+        elif op.kind == "bcast":
+            body.append(f"k{j}.bc.dims[0] = {op.row_elements};")
+        else:
+            body.append(f"k{j}.count = {op.row_elements};")
+    loop = [f"const int32_t need{n - 1} = r + 1;"]
+    for j in range(n - 2, -1, -1):
+        terms = [f"(need{c} > 0 ? NN2C_MIN({m.in_rows}, (need{c} - 1) * {m.stride} - {m.pad} + {m.span}) : 0)"
+                 for c, m in readers[j]]
+        loop.append(f"const int32_t need{j} = {_nested('NN2C_MAX', terms)};")
+    for j, op in enumerate(ops):
+        loop.append(f"for (; done{j} < need{j}; ++done{j}) {{")
+        inner: list[str] = []
+        if j < n - 1:
+            size = f"{op.row_elements} * sizeof(*w{j})"
+            lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
+                      for c, m in readers[j]]
+            inner += [f"if (done{j} - first{j} == {sim.capacity[j]}) {{ /* full: keep the rows still read */",
+                      f"    const int32_t low = {_nested('NN2C_MIN', lowest)};",
+                      f"    memmove(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
+                      f"(size_t)(done{j} - low) * {size});",
+                      f"    first{j} = low;",
+                      "}"]
+        args = list(op.args)
+        args[0] = f"&k{j}"
+        geometry_set = False
+        for k, value, m in op.streamed:
+            source = _source(group, value)
+            elements = value.type.shape[2] * value.type.shape[3]
+            if op.kind in _ROW_FIELDS and not geometry_set:
+                in_h, _, pad_h = _ROW_FIELDS[op.kind]
+                inner += [f"const int32_t lo{k} = NN2C_MAX(0, done{j} * {m.stride} - {m.pad});",
+                          f"k{j}.{in_h} = NN2C_MIN({m.in_rows}, done{j} * {m.stride} - {m.pad} + {m.span}) - lo{k};",
+                          f"k{j}.{pad_h} = lo{k} - (done{j} * {m.stride} - {m.pad});"]
+                geometry_set = True
+                row = f"lo{k}"
+            else:
+                row = f"done{j}"
+            if source >= 0:
+                args[k] = f"w{source} + ({row} - first{source}) * {elements}"
+            else:
+                args[k] = f"{args[k]} + {row} * {elements}"
+        if j < n - 1:
+            args[op.output_arg] = f"w{j} + (done{j} - first{j}) * {op.row_elements}"
+        else:
+            args[op.output_arg] = f"{args[op.output_arg]} + done{j} * {op.row_elements}"
+        offsets = group.kernel_scratch[j] if j < len(group.kernel_scratch) else []
+        args = [_SCRATCH.sub(lambda mt, offs=offsets: f"(void *)((uint8_t *)@s{windows}@ + {offs[int(mt.group(1))]})",
+                             a) for a in args]
+        inner.append(f"{op.function}({', '.join(args)});")
+        loop += ["    " + s for s in inner] + ["}"]
+    body.append(f"for (int32_t r = 0; r < {ops[-1].rows}; ++r) {{")
+    body += ["    " + s for s in loop] + ["}"]
+    lines += ["    " + s for s in body] + ["}"]
+    code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
+    code.statements = lines
+    code.scratch = group.scratch
+    return code
+
+
+def _source(group: RowGroup, value: Value) -> int:
+    for j, op in enumerate(group.ops):
+        if op.output is value:
+            return j
+    return -1 - next(k for k, v in enumerate(group.outside) if v is value)
+
+
+def _nested(function: str, terms: list[str]) -> str:
+    expr = terms[0]
+    for term in terms[1:]:
+        expr = f"{function}({expr}, {term})"
+    return expr
+
+
+def member_of(op: StreamOp, sources: dict[int, int]) -> Member:
+    """The row facts of a group member; sources: id(tensor) -> member index or -1 - outside index."""
+    reads = tuple((sources[id(value)], m) for _, value, m in op.streamed)
+    row_bytes = op.row_elements * dtype_bytes(op.output.type.dtype)
+    return Member(op.rows, row_bytes, reads, elementwise=op.kind in ("bcast", "count"))
+
+
+__all__ = ["ROW_KERNELS", "RowGroup", "StreamOp", "group_code", "lowest_needed", "member_of", "stream_op"]

@@ -1,0 +1,320 @@
+"""Which operators run together by rows: the row groups of the schedule, chosen by a cost model.
+
+A candidate is a run of consecutive steps of the execution order whose operators can all run a
+row at a time (codegen/stream.py) and whose intermediate tensors are read only inside the run; the
+last operator is its sink. Its RAM is what is live while it runs: the tensors alive across it, its
+outside inputs, the sink's output (over a dying input where the row order allows, memory/rows.py),
+its windows and the kernels' scratch. Tensors that cross a step boundary are the same whichever
+groups the other steps form, so the peak of a grouping is the largest peak of its steps, and a
+dynamic programme over the run boundaries finds, for every RAM level, the cheapest grouping.
+
+Cost: the multiply-accumulates are unchanged (no row is computed twice); a group adds the bytes
+its window slides move and one kernel call per row. Slack rows in a window trade RAM for moves.
+
+Policies (CompileOptions.schedule): "layer" (no groups), "min-ram" (the smallest RAM, then the
+cheapest), "auto" (the smallest RAM whose added cost stays within AUTO_OVERHEAD of the model's
+cost), and a RAM budget (the cheapest grouping that fits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nn2c.codegen.context import EmitContext, NodeCode
+from nn2c.codegen.stream import RowGroup, StreamOp, member_of, stream_op
+from nn2c.ir import Graph, Node, Value
+from nn2c.ir.cost import macs
+from nn2c.memory.lifetimes import Buffers, analyse
+from nn2c.memory.planner import plan_memory
+from nn2c.memory.requests import align_up, live_bytes_lower_bound
+from nn2c.memory.rows import inplace_distance, simulate
+
+MAX_GROUP = 24  # operators in one group
+AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's estimated cost
+CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
+MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
+SLACKS = (0, 1, 2)  # slack rows per window, in multiples of its occupancy
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run a run of steps: its peak live bytes and its added cost."""
+
+    first: int
+    last: int
+    peak: int
+    cost: float
+    group: RowGroup | None  # None: the single operator, layer by layer
+
+
+@dataclass
+class Choice:
+    """The fusion stage's result: the steps in execution order and the trade-off it chose from."""
+
+    steps: list[Node | RowGroup]
+    estimated_peak: int
+    layer_peak: int  # the same estimate without groups
+    added_cost: float
+    base_cost: float
+    curve: list[tuple[int, float]]  # (peak, added cost) of the cheapest grouping at each RAM level
+    policy: str
+
+    @property
+    def groups(self) -> list[RowGroup]:
+        return [s for s in self.steps if isinstance(s, RowGroup)]
+
+
+def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
+                 policy: str = "auto", ram_budget: int | None = None, inplace: bool = True,
+                 time_limit: float = 2.0) -> Choice:
+    """Steps for graph.nodes (already in execution order) under `policy`.
+
+    The dynamic programme works on per-step estimates; in-place pairs that are each possible may
+    not all be possible together, so every grouping on the trade-off curve (estimated with and
+    without in-place sharing of single operators) is planned with the fast planner, and the
+    policy picks among the measured figures."""
+    nodes = list(graph.nodes)
+    base_cost = float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
+    layer_steps: list[Node | RowGroup] = list(nodes)
+    layer_ram = _measure(graph, codes, aliases, layer_steps, inplace, time_limit)
+    if policy == "layer" or not nodes:
+        return Choice(layer_steps, layer_ram, layer_ram, 0.0, base_cost, [(layer_ram, 0.0)], policy)
+    groups = _group_options(graph, codes, ctx, aliases, inplace)
+    estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
+    for sharing in (True, False):
+        options = _single_options(graph, codes, aliases, inplace and sharing) + groups
+        for level, _ in _curve(len(nodes), options):
+            picked = _cheapest(len(nodes), options, level)
+            key = tuple((o.first, o.last, id(o.group)) for o in picked)
+            steps: list[Node | RowGroup] = [o.group if o.group is not None else nodes[o.first] for o in picked]
+            bound = _bound(graph, codes, aliases, steps, inplace)
+            estimated.setdefault(key, (bound, sum(o.cost for o in picked), steps))
+    ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
+                                    base_cost, (layer_ram, 0.0, layer_steps), time_limit)
+    return Choice(steps, ram, layer_ram, cost, base_cost, curve, policy)
+
+
+def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool,
+          candidates: list[tuple[int, float, list]], policy: str, ram_budget: int | None, base_cost: float,
+          layer: tuple[int, float, list], time_limit: float) -> tuple[int, float, list, list[tuple[int, float]]]:
+    """Plan candidates in order of their lower bound and stop when no later one can be better: the
+    bound (live bytes per step) never exceeds what a planner reaches."""
+    allowed = [c for c in candidates if policy == "min-ram" or ram_budget is not None
+               or c[1] <= AUTO_OVERHEAD * base_cost]
+    order = sorted(allowed, key=lambda c: (c[1], c[0]) if ram_budget is not None else (c[0], c[1]))
+    best = layer
+    measured = [(layer[0], 0.0)]
+    for bound, cost, steps in order:
+        if ram_budget is not None:
+            if best[0] <= ram_budget and cost >= best[1]:
+                break
+        elif bound >= best[0]:
+            break
+        ram = _measure(graph, codes, aliases, steps, inplace, time_limit)
+        measured.append((ram, cost))
+        better = (ram, cost) < (best[0], best[1]) if ram_budget is None else (
+            (ram <= ram_budget, -cost, -ram) > (best[0] <= ram_budget, -best[1], -best[0]))
+        if better:
+            best = (ram, cost, steps)
+    return best[0], best[1], best[2], _pareto(measured)
+
+
+def _pareto(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The (RAM, added cost) points no other point beats in both, smallest RAM first."""
+    curve: list[tuple[int, float]] = []
+    for ram, cost in sorted(set(points)):
+        if not curve or cost < curve[-1][1]:
+            curve.append((ram, cost))
+    return curve
+
+
+def _bound(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
+           inplace: bool) -> int:
+    """The live-bytes lower bound of these steps (what no planner can go below)."""
+    buffers = _buffers(graph, codes, aliases, steps, inplace)
+    return live_bytes_lower_bound(buffers.requests, buffers.inplace)
+
+
+def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
+             inplace: bool, time_limit: float) -> int:
+    """Arena bytes of these steps as the exact planner places them."""
+    buffers = _buffers(graph, codes, aliases, steps, inplace)
+    return plan_memory(buffers.requests, buffers.inplace, "exact", time_limit)[0].arena_bytes
+
+
+def _buffers(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
+             inplace: bool) -> Buffers:
+    by_node = {id(c.node): c.scratch for c in codes}
+    scratch = [s.scratch if isinstance(s, RowGroup) else by_node[id(s)] for s in steps]
+    return analyse(graph, aliases, scratch, inplace=inplace, steps=steps)
+
+
+def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:
+    """(peak, cheapest added cost) for every peak level a grouping can reach, smallest peak first,
+    keeping only levels that are cheaper than every smaller one (the trade-off curve)."""
+    levels = sorted({o.peak for o in options})
+    curve: list[tuple[int, float]] = []
+    for level in levels:
+        picked = _cheapest(count, options, level)
+        if not picked:
+            continue
+        cost = sum(o.cost for o in picked)
+        if not curve or cost < curve[-1][1]:
+            curve.append((level, cost))
+    return curve
+
+
+def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
+    """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none)."""
+    ending: dict[int, list[Option]] = {}
+    for o in options:
+        if o.peak <= level:
+            ending.setdefault(o.last, []).append(o)
+    best: list[tuple[float, int, Option | None]] = [(0.0, 0, None)] + [(float("inf"), 0, None)] * count
+    for end in range(count):
+        for o in ending.get(end, []):
+            before = best[o.first][0]
+            if before == float("inf"):
+                continue
+            # ties: fewer groups (simpler code), then deterministic by position
+            key = (before + o.cost, best[o.first][1] + (o.group is not None))
+            if key < best[end + 1][:2]:
+                best[end + 1] = (key[0], key[1], o)
+    if best[count][0] == float("inf"):
+        return []
+    picked, at = [], count
+    while at > 0:
+        o = best[at][2]
+        assert o is not None
+        picked.append(o)
+        at = o.first
+    return picked[::-1]
+
+
+def _single_options(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool) -> list[Option]:
+    """Each operator alone: the live bytes of its step, as the planner's lower bound counts them."""
+    buffers = analyse(graph, aliases, [c.scratch for c in codes], inplace=inplace)
+    size = {r.name: r.size for r in buffers.requests}
+    saving: dict[int, int] = {}
+    for p in buffers.inplace:
+        shared = size[p.input] + size[p.output] - max(p.distance + size[p.input], size[p.output])
+        saving[p.step] = saving.get(p.step, 0) + max(shared, 0)
+    options = []
+    for step in range(len(graph.nodes)):
+        live = sum(r.size for r in buffers.requests if r.first <= step <= r.last) - saving.get(step, 0)
+        options.append(Option(step, step, live, 0.0, None))
+    return options
+
+
+class _Lifetimes:
+    """Buffer lifetimes of the layer-by-layer order, for the live bytes around a candidate group."""
+
+    def __init__(self, graph: Graph, aliases: dict[int, Value]) -> None:
+        buffers = analyse(graph, aliases, [[] for _ in graph.nodes], inplace=False)
+        self.buffer_of = buffers.buffer_of
+        self.requests = {r.name: r for r in buffers.requests}
+        self.produced_at: dict[str, int] = dict.fromkeys(buffers.buffer_of.values(), -1)
+        for k, node in enumerate(graph.nodes):
+            for v in node.outputs:
+                name = buffers.buffer_of.get(id(v))
+                if name is not None and self.produced_at.get(name, -1) < 0:
+                    self.produced_at[name] = k
+        self.outputs = {buffers.buffer_of[id(v)] for v in graph.outputs if id(v) in buffers.buffer_of}
+
+    def alive_entering(self, first: int, last: int) -> int:
+        """Bytes of buffers made before step `first` and still read at or after it."""
+        return sum(r.size for name, r in self.requests.items()
+                   if r.first <= first <= r.last and not first <= self.produced_at[name] <= last)
+
+
+def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
+                   inplace: bool) -> list[Option]:
+    nodes = list(graph.nodes)
+    ops = [stream_op(code, ctx) for code in codes]
+    lifetimes = _Lifetimes(graph, aliases)
+    position = {id(n): k for k, n in enumerate(nodes)}
+    graph_outputs = {id(v) for v in graph.outputs}
+    options: list[Option] = []
+    for first in range(len(nodes)):
+        if ops[first] is None:
+            continue
+        for last in range(first + 1, min(first + MAX_GROUP, len(nodes))):
+            run = ops[first : last + 1]
+            if any(op is None for op in run):
+                break
+            members_ops = [op for op in run if op is not None]
+            if not _closed(members_ops, position, first, last, graph_outputs):
+                continue
+            for slack in SLACKS:
+                group = _build(members_ops, slack, lifetimes, graph_outputs, last, inplace)
+                if group is None:
+                    break
+                options.append(_option(group, first, last, lifetimes))
+                if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
+                    break  # windows already whole: more slack changes nothing
+    return options
+
+
+def _closed(run: list[StreamOp], position: dict[int, int], first: int, last: int, graph_outputs: set[int]) -> bool:
+    """Every output but the sink's is read only inside the run, and the sink's is read after it."""
+    for op in run[:-1]:
+        out = op.output
+        if id(out) in graph_outputs or not out.users:
+            return False
+        if any(not first <= position.get(id(u), -1) <= last for u in out.users):
+            return False
+    return True
+
+
+def _build(run: list[StreamOp], slack: int, lifetimes: _Lifetimes, graph_outputs: set[int], last: int,
+           inplace: bool) -> RowGroup | None:
+    made = {id(op.output): j for j, op in enumerate(run)}
+    outside: list[Value] = []
+    sources: dict[int, int] = dict(made)
+    for op in run:
+        for _, value, _ in op.streamed:
+            if id(value) not in sources:
+                outside.append(value)
+                sources[id(value)] = -1 - (len(outside) - 1)
+    members = [member_of(op, sources) for op in run]
+    try:
+        occupancy = simulate(members).occupancy
+        sim = simulate(members, [slack * occ for occ in occupancy])
+    except AssertionError:
+        return None
+    region, offsets = _kernel_scratch(run)
+    group = RowGroup(run, members, outside, sim, offsets, region)
+    if inplace:
+        for k, value in enumerate(outside):
+            name = lifetimes.buffer_of.get(id(value))
+            if name is None or lifetimes.requests[name].last > last or name in lifetimes.outputs:
+                continue
+            in_row = value.type.num_bytes // max(value.type.shape[1], 1)
+            group.inplace[id(value)] = inplace_distance(members, sim, k, in_row)
+    return group
+
+
+def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
+    """One region shared by the members' kernel scratch (they run one after another)."""
+    offsets, region = [], 0
+    for op in run:
+        at, mine = 0, []
+        for nbytes in op.code.scratch:
+            mine.append(at)
+            at = align_up(at + nbytes, 16)
+        offsets.append(mine)
+        region = max(region, at)
+    return region, offsets
+
+
+def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Option:
+    sink = group.outputs[0]
+    live = lifetimes.alive_entering(first, last) + sink.type.num_bytes + sum(group.scratch)
+    saving = 0
+    for value in group.outside:
+        if id(value) in group.inplace:
+            d = align_up(group.inplace[id(value)], 16)
+            x, y = value.type.num_bytes, sink.type.num_bytes
+            saving = max(saving, x + y - max(d + x, y))
+    cost = group.sim.moved_bytes / 4 + CALL_COST * group.sim.calls
+    return Option(first, last, live - saving, cost, group)

@@ -1,0 +1,155 @@
+"""Row streaming of a group of operators: which rows each step reads, and how big its windows are.
+
+A row group runs several operators together, one output row of its last operator (the sink) per
+iteration. In iteration r every member, in execution order, computes the rows of its output that
+its consumers in the group will need by the end of the iteration; a member's output (an
+intermediate) is never whole in RAM, only a window of consecutive rows. A member reads its
+streamed inputs through a RowMap: output row q of a window operator (convolution, pooling) reads
+input rows [q*stride - pad, q*stride - pad + span) clipped to the image, an element-wise one reads
+row q. The integer arithmetic of each row is the operator's own, so the results are bit-exact.
+
+A window keeps rows [first, done). It is slid (its live rows moved to the front) only when full,
+to the lowest row a consumer still needs; its capacity is the most rows ever needed at once plus
+optional slack rows, which trade RAM for fewer bytes moved. `simulate` runs exactly the loop the
+generated C runs (codegen/stream.py) and checks every read against the window's contents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """Output row q of an operator reads rows [lo(q), hi(q)) of one input of `in_rows` rows."""
+
+    in_rows: int
+    span: int = 1  # (filter rows - 1) * dilation + 1
+    stride: int = 1
+    pad: int = 0  # rows of padding above the image
+
+    def lo(self, q: int) -> int:
+        return max(0, q * self.stride - self.pad)
+
+    def hi(self, q: int) -> int:
+        return min(self.in_rows, q * self.stride - self.pad + self.span)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One operator of a row group. reads: (source, map) per streamed input; source >= 0 is the member
+    producing it (an intermediate), source < 0 the whole tensor -1 - source from outside the group."""
+
+    out_rows: int
+    row_bytes: int  # bytes of one output row
+    reads: tuple[tuple[int, RowMap], ...]
+    elementwise: bool = False  # reads exactly its own row of each input, element by element
+
+
+@dataclass
+class Simulation:
+    occupancy: list[int]  # per member: most rows of its output needed at once (0 for the sink)
+    capacity: list[int]  # window rows as planned (occupancy + slack, at most the whole tensor)
+    moved_bytes: int  # bytes moved by window slides
+    calls: int  # kernel calls (one per computed row)
+    # outside reads in call order: (call number, outside tensor, lowest row read, read by the sink element-wise)
+    outside_reads: list[tuple[int, int, int, bool]] = field(default_factory=list)
+    sink_calls: list[int] = field(default_factory=list)  # call number of the sink's row r
+
+    def window_bytes(self, members: list[Member]) -> list[int]:
+        return [self.capacity[j] * m.row_bytes for j, m in enumerate(members)]
+
+
+def consumers(members: list[Member]) -> list[list[tuple[int, RowMap]]]:
+    """For each member, the (member, map) pairs reading its output inside the group."""
+    found: list[list[tuple[int, RowMap]]] = [[] for _ in members]
+    for c, member in enumerate(members):
+        for source, row_map in member.reads:
+            if source >= 0:
+                found[source].append((c, row_map))
+    return found
+
+
+def needs(members: list[Member], readers: list[list[tuple[int, RowMap]]], r: int) -> list[int]:
+    """Rows of each member's output that must exist by the end of iteration r."""
+    need = [0] * len(members)
+    need[-1] = r + 1
+    for j in range(len(members) - 2, -1, -1):
+        need[j] = max((m.hi(need[c] - 1) if need[c] > 0 else 0) for c, m in readers[j])
+    return need
+
+
+def lowest_needed(members: list[Member], readers: list[tuple[int, RowMap]], done: list[int]) -> int | None:
+    """The lowest row of a window that an unfinished consumer will still read."""
+    rows = [m.lo(done[c]) for c, m in readers if done[c] < members[c].out_rows]
+    return min(rows) if rows else None
+
+
+def simulate(members: list[Member], slack: list[int] | None = None) -> Simulation:
+    """Run the group's loop: first with unbounded windows to find the occupancy of each window,
+    then with the planned capacities, checking that every read finds its rows in the window."""
+    readers = consumers(members)
+    occupancy = _run(members, readers, None).occupancy
+    capacity = [0] * len(members)
+    for j in range(len(members) - 1):
+        extra = slack[j] if slack else 0
+        capacity[j] = min(members[j].out_rows, occupancy[j] + extra)
+    result = _run(members, readers, capacity)
+    result.capacity = capacity
+    result.occupancy = occupancy
+    return result
+
+
+def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None) -> Simulation:
+    n = len(members)
+    done, first, occupancy = [0] * n, [0] * n, [0] * n
+    moved = calls = 0
+    reads: list[tuple[int, int, int, bool]] = []
+    sink_calls: list[int] = []
+    for r in range(members[-1].out_rows):
+        need = needs(members, readers, r)
+        for j, member in enumerate(members):
+            while done[j] < need[j]:
+                q = done[j]
+                if j < n - 1:
+                    low = lowest_needed(members, readers[j], done)
+                    assert low is not None, "a row nobody reads"
+                    occupancy[j] = max(occupancy[j], q + 1 - low)
+                    if capacity is not None and q - first[j] == capacity[j]:
+                        assert low > first[j], "window too small to advance"
+                        moved += (q - low) * member.row_bytes
+                        first[j] = low
+                for source, row_map in member.reads:
+                    lo, hi = row_map.lo(q), row_map.hi(q)
+                    if source >= 0:
+                        assert hi <= done[source], f"member {j} row {q} reads row {hi - 1} before it exists"
+                        assert capacity is None or lo >= first[source], f"member {j} row {q} reads a dropped row"
+                    else:
+                        reads.append((calls, -1 - source, lo, j == n - 1 and member.elementwise))
+                if j == n - 1:
+                    sink_calls.append(calls)
+                calls += 1
+                done[j] += 1
+    return Simulation(occupancy, [0] * n, moved, calls, reads, sink_calls)
+
+
+def inplace_distance(members: list[Member], sim: Simulation, outside: int, in_row_bytes: int) -> int:
+    """Smallest D >= 0 such that the sink's output may start D bytes below outside tensor `outside`.
+
+    Output row r is written by the sink's call of iteration r; it may cover only bytes of that
+    tensor that no later call reads. The sink's own element-wise read of row r is safe when its
+    row starts at or below that row (an element is read before it is written)."""
+    sink = members[-1]
+    distance = max(0, sink.row_bytes - in_row_bytes) * (sink.out_rows - 1)  # the element-wise own-row rule
+    lowest = None  # lowest row read by the calls after the one being looked at
+    log = [(call, lo, own) for call, tensor, lo, own in sim.outside_reads if tensor == outside]
+    k = len(log)
+    for r in range(sink.out_rows - 1, -1, -1):
+        call = sim.sink_calls[r]
+        while k > 0 and (log[k - 1][0] > call or (log[k - 1][0] == call and not log[k - 1][2])):
+            lo = log[k - 1][1]
+            lowest = lo if lowest is None else min(lowest, lo)
+            k -= 1
+        if lowest is not None:
+            distance = max(distance, (r + 1) * sink.row_bytes - lowest * in_row_bytes)
+    return distance
