@@ -19,6 +19,7 @@ import numpy as np
 
 from nn2c import __version__
 from nn2c.errors import NN2CError, UsageError
+from nn2c.options import SCHEDULES
 from nn2c.progress import Progress
 from nn2c.target import TARGETS, bench_targets
 
@@ -176,6 +177,10 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
               help="Leave this operator type (e.g. SOFTMAX) or output tensor name in float; repeatable.")
 @click.option("--io", "io_dtype", type=click.Choice(["float", "int8"]), default="float", show_default=True,
               help="Quantized float models: keep float inputs/outputs, or expose the int8 tensors.")
+@click.option("--schedule", type=click.Choice(list(SCHEDULES)), default="auto", show_default=True,
+              help="Row groups (several layers run a row at a time, intermediates never whole): auto = the "
+                   "least RAM within 3% extra estimated cost, min-ram = the least RAM, layer = none. With "
+                   "--ram-budget: the cheapest schedule that fits.")
 @click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
               help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "
                    "run it; its int8 outputs equal the generated C's).")
@@ -183,7 +188,7 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
-            io_dtype, write_tflite) -> None:
+            io_dtype, schedule, write_tflite) -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
@@ -193,7 +198,7 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
                              inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
-                             write_tflite=write_tflite)
+                             write_tflite=write_tflite, schedule=schedule)
     progress = _progress()
     try:
         result = compile_model(model, options, progress=progress.update)
@@ -219,6 +224,7 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
         "ram_bytes": result.ram_bytes, "weight_bytes": result.code.weight_bytes, "planner": plan.planner,
         "inplace_operators": len(result.code.inplace), "files": sorted(result.files),
+        "schedule": schedule_dict(result),
     }
     if report:
         summary["report_files"] = report_files
@@ -239,6 +245,12 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     _say(f"compiled {model} -> {out_dir}/{result.name}.c ({len(result.graph.nodes)} operators)")
     _say(f"  arena {plan.arena_bytes:,} B (lower bound {plan.lower_bound:,} B, ratio {ratio:.2f}), "
          f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
+    fusion = schedule_dict(result)
+    if fusion["row_groups"]:
+        spans = ", ".join(f"ops {g['steps'][0]}-{g['steps'][-1]}" for g in fusion["row_groups"])
+        _say(f"  row groups ({fusion['policy']}): {len(fusion['row_groups'])} ({spans}); arena "
+             f"{fusion['layer_by_layer_arena_bytes']:,} B layer by layer, estimated cost "
+             f"+{100 * fusion['added_cost_fraction']:.1f}%")
     worst = getattr(result.quant, "output_sqnr_db", None)
     if worst is not None:
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")
@@ -254,6 +266,23 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         top = peak(result)
         if top is not None:
             progress.detail(f"nn2c: arena {top.describe(limit=8)}")
+
+
+def schedule_dict(result) -> dict[str, Any]:
+    """The row groups the schedule chose (memory/fusion.py), for the summary and --json."""
+    fusion = result.schedule.fusion if result.schedule is not None else None
+    if fusion is None:
+        return {"policy": "layer", "row_groups": []}
+    position = {id(n): k for k, n in enumerate(result.graph.nodes)}
+    groups = [{
+        "steps": [position[id(n)] for n in g.nodes], "ops": [n.op for n in g.nodes],
+        "rows": g.ops[-1].rows, "window_bytes": g.window_bytes, "moved_bytes": g.sim.moved_bytes,
+    } for g in fusion.groups]
+    return {
+        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_peak,
+        "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
+        "recomputed_macs": 0, "tradeoff": [{"arena_bytes": ram, "added_cost": cost} for ram, cost in fusion.curve],
+    }
 
 
 def _tensor_json(value) -> dict[str, Any]:

@@ -159,9 +159,14 @@ def _check_budgets(result: CompileResult, options: CompileOptions) -> None:
 
         top = peak(result)
         where = f"; arena {top.describe(limit=3)}" if top is not None else ""
+        fusion = result.schedule.fusion if result.schedule is not None else None
+        smallest = ""
+        if fusion is not None and fusion.curve:
+            least = min(ram for ram, _ in fusion.curve) + code.state_bytes
+            smallest = f"; the least RAM any schedule reaches is {least:,} bytes"
         raise BudgetExceededError(
             f"{source} needs {result.ram_bytes:,} bytes of RAM (arena {result.arena_bytes:,} + "
-            f"state {code.state_bytes:,}), over the budget of {options.ram_budget:,}{where}; "
+            f"state {code.state_bytes:,}), over the budget of {options.ram_budget:,}{where}{smallest}; "
             "use a smaller model, try -O2 and the default planner, or raise --ram-budget"
         )
     if options.flash_budget is not None and code.weight_bytes > options.flash_budget:

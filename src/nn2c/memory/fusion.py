@@ -112,8 +112,11 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
             break
         ram = _measure(graph, codes, aliases, steps, inplace, time_limit)
         measured.append((ram, cost))
-        better = (ram, cost) < (best[0], best[1]) if ram_budget is None else (
-            (ram <= ram_budget, -cost, -ram) > (best[0] <= ram_budget, -best[1], -best[0]))
+        if ram_budget is None:
+            better = (ram, cost) < (best[0], best[1])
+        else:  # fitting first, then the cheapest; while nothing fits, the smallest
+            fits, best_fits = ram <= ram_budget, best[0] <= ram_budget
+            better = (fits, -cost if fits else -ram) > (best_fits, -best[1] if best_fits else -best[0])
         if better:
             best = (ram, cost, steps)
     return best[0], best[1], best[2], _pareto(measured)

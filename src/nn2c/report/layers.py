@@ -79,21 +79,37 @@ def layer_table(result: CompileResult, instructions: dict[int, float] | None = N
     """One Layer per operator of the compiled graph, in execution order."""
     graph, code = result.graph, result.code
     names = buffer_of(result)
-    return build_layers(graph, code.buffers, code.plan, code.inplace, names, instructions)
+    return build_layers(graph, code.buffers, code.plan, code.inplace, names, instructions, steps_of(result))
+
+
+def steps_of(result: CompileResult) -> list[Any]:
+    """What invoke() runs, in order: operators and row groups (memory/fusion.py)."""
+    if result.schedule is not None and result.schedule.steps:
+        return list(result.schedule.steps)
+    return list(result.graph.nodes)
+
+
+def _step_macs(step: Any) -> int:
+    return sum(macs(n) for n in step.nodes) if hasattr(step, "ops") else macs(step)
+
+
+def _step_weight_bytes(step: Any) -> int:
+    return sum(weight_bytes(n) for n in step.nodes) if hasattr(step, "ops") else weight_bytes(step)
 
 
 def build_layers(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, pairs: list[InPlacePair],
-                 names: dict[int, str], instructions: dict[int, float] | None = None) -> list[Layer]:
+                 names: dict[int, str], instructions: dict[int, float] | None = None,
+                 steps: list[Any] | None = None) -> list[Layer]:
     by_name = {r.name: r for r in requests}
     inplace_at = {(p.step, p.output) for p in pairs}
     layers = []
-    for step, node in enumerate(graph.nodes):
+    for step, node in enumerate(graph.nodes if steps is None else steps):
         live = [r for r in requests if r.first <= step <= r.last and r.size]
         layer = Layer(
             step=step, index=node.index, op=node.op, name=node.name,
             inputs=[_shape(v) for v in node.inputs if v is not None and not v.is_constant],
             outputs=[_shape(v) for v in node.outputs],
-            macs=macs(node), weight_bytes=weight_bytes(node),
+            macs=_step_macs(node), weight_bytes=_step_weight_bytes(node),
             scratch_bytes=sum(r.size for r in requests if r.name.startswith(f"s{step}_")),
             live_bytes=sum(r.size for r in live),
             arena_top=max((plan.offsets[r.name] + r.size for r in live), default=0),
@@ -114,14 +130,16 @@ def build_layers(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, 
 def peak(result: CompileResult) -> Peak | None:
     """The step whose live buffers reach highest in the arena (ties: most live bytes, then earliest)."""
     graph, code = result.graph, result.code
-    return find_peak(graph, code.buffers, code.plan, buffer_of(result))
+    return find_peak(graph, code.buffers, code.plan, buffer_of(result), steps_of(result))
 
 
-def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, names: dict[int, str]) -> Peak | None:
-    if not graph.nodes or not requests:
+def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, names: dict[int, str],
+              steps: list[Any] | None = None) -> Peak | None:
+    steps = list(graph.nodes) if steps is None else steps
+    if not steps or not requests:
         return None
     best: tuple[int, int, int] | None = None
-    for step in range(len(graph.nodes)):
+    for step in range(len(steps)):
         live = [r for r in requests if r.first <= step <= r.last and r.size]
         top = max((plan.offsets[r.name] + r.size for r in live), default=0)
         key = (top, sum(r.size for r in live), -step)
@@ -129,7 +147,7 @@ def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, nam
             best = key
     assert best is not None
     step = -best[2]
-    node = graph.nodes[step]
+    node = steps[step]
     live_names = {r.name: r.size for r in requests if r.first <= step <= r.last and r.size}
     # the first tensor (in graph order) stored in each live buffer names it
     tensor_of: dict[str, str] = {}
