@@ -206,6 +206,16 @@ def test_exposing_twice_changes_nothing_the_second_time():
     verify(graph)
 
 
+def test_partly_exposed_model_is_no_error_the_second_time():
+    """ptq_mnist: the input becomes int8, the LOG_SOFTMAX output cannot; exposing again finds an
+    int8 input and keeps the same reason for the output (no "nothing to expose" error)."""
+    graph = _optimized("tinyengine/ptq_mnist_lenet-300-100.tflite")
+    first = expose_int8_io(graph)
+    assert first[0].startswith("input 0 'input_0_f.1': int8[1x28x28x1]")
+    assert first[1] == "output 0 '83': kept float32: it comes from op #6 LOG_SOFTMAX ('83'), not from a DEQUANTIZE"
+    assert expose_int8_io(graph) == ["input 0 'input_0_f.1': already int8", first[1]]
+
+
 def test_io_names_are_kept():
     original = _optimized("tinyengine/detection.tflite")
     names = [v.name for v in original.inputs + original.outputs]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 SCHEDULES = ("auto", "layer", "min-ram")  # memory/fusion.py
 
 

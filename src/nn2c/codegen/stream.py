@@ -136,7 +136,7 @@ class RowGroup:
     members: list[Member]
     outside: list[Value]  # whole tensors read from outside the group (source -1 - k)
     sim: Simulation
-    kernel_scratch: list[int]  # per op: offsets of its scratch buffers in the shared region
+    kernel_scratch: list[list[int]]  # per op: offsets of its scratch buffers in the shared region
     scratch_region: int
     inplace: dict[int, int] = field(default_factory=dict)  # id(outside tensor) -> in-place distance
     op: str = "ROW_GROUP"
@@ -209,7 +209,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
             inner += [f"if (done{j} - first{j} == {sim.capacity[j]}) {{ /* full: keep the rows still read */",
-                      f"    const int32_t low = {_nested('NN2C_MIN', lowest)};",
+                      f"    const int32_t low = {_nested('NN2C_MIN', [f'done{j}', *lowest])};",
                       f"    memmove(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
@@ -237,9 +237,12 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             args[op.output_arg] = f"w{j} + (done{j} - first{j}) * {op.row_elements}"
         else:
             args[op.output_arg] = f"{args[op.output_arg]} + done{j} * {op.row_elements}"
-        offsets = group.kernel_scratch[j] if j < len(group.kernel_scratch) else []
-        args = [_SCRATCH.sub(lambda mt, offs=offsets: f"(void *)((uint8_t *)@s{windows}@ + {offs[int(mt.group(1))]})",
-                             a) for a in args]
+        offsets: list[int] = group.kernel_scratch[j]
+
+        def shared(match: re.Match[str], offsets: list[int] = offsets) -> str:
+            return f"(void *)((uint8_t *)@s{windows}@ + {offsets[int(match.group(1))]})"
+
+        args = [_SCRATCH.sub(shared, a) for a in args]
         inner.append(f"{op.function}({', '.join(args)});")
         loop += ["    " + s for s in inner] + ["}"]
     body.append(f"for (int32_t r = 0; r < {ops[-1].rows}; ++r) {{")

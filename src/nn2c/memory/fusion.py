@@ -173,7 +173,8 @@ def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
     for o in options:
         if o.peak <= level:
             ending.setdefault(o.last, []).append(o)
-    best: list[tuple[float, int, Option | None]] = [(0.0, 0, None)] + [(float("inf"), 0, None)] * count
+    start: tuple[float, int, Option | None] = (0.0, 0, None)
+    best = [start] + [(float("inf"), 0, None)] * count
     for end in range(count):
         for o in ending.get(end, []):
             before = best[o.first][0]
@@ -185,12 +186,13 @@ def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
                 best[end + 1] = (key[0], key[1], o)
     if best[count][0] == float("inf"):
         return []
-    picked, at = [], count
+    picked: list[Option] = []
+    at = count
     while at > 0:
-        o = best[at][2]
-        assert o is not None
-        picked.append(o)
-        at = o.first
+        chosen = best[at][2]
+        assert chosen is not None
+        picked.append(chosen)
+        at = chosen.first
     return picked[::-1]
 
 

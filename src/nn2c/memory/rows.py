@@ -114,6 +114,7 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
                 if j < n - 1:
                     low = lowest_needed(members, readers[j], done)
                     assert low is not None, "a row nobody reads"
+                    low = min(low, q)  # rows a strided consumer skips may still be computed
                     occupancy[j] = max(occupancy[j], q + 1 - low)
                     if capacity is not None and q - first[j] == capacity[j]:
                         assert low > first[j], "window too small to advance"
@@ -140,9 +141,11 @@ def inplace_distance(members: list[Member], sim: Simulation, outside: int, in_ro
     tensor that no later call reads. The sink's own element-wise read of row r is safe when its
     row starts at or below that row (an element is read before it is written)."""
     sink = members[-1]
-    distance = max(0, sink.row_bytes - in_row_bytes) * (sink.out_rows - 1)  # the element-wise own-row rule
-    lowest = None  # lowest row read by the calls after the one being looked at
     log = [(call, lo, own) for call, tensor, lo, own in sim.outside_reads if tensor == outside]
+    distance = 0
+    if any(own for _, _, own in log):  # the sink reads its own row element-wise: row r at or below it
+        distance = max(0, sink.row_bytes - in_row_bytes) * (sink.out_rows - 1)
+    lowest = None  # lowest row read by the calls after the one being looked at
     k = len(log)
     for r in range(sink.out_rows - 1, -1, -1):
         call = sim.sink_calls[r]

@@ -34,7 +34,7 @@ class _Edge:
     kind: str  # "input" / "output"
     index: int
     name: str
-    exposed: bool = False
+    int8: bool = False  # int8 after this call (exposed, or already int8)
     kept_float: str | None = None  # why a float32 edge stays float32
     note: str = ""  # the rest of the summary line
 
@@ -48,12 +48,13 @@ class _Edge:
 def expose_int8_io(graph: Graph) -> list[str]:
     """Expose the int8 tensors at the edges; one summary line per graph input and output.
 
-    Raises UsageError when float32 edges exist and none of them can be exposed (the user asked
-    for int8 I/O and would get nothing). A model already int8 at its edges is left as it is."""
+    Raises UsageError when float32 edges stay and no edge is int8 (the user asked for int8 I/O
+    and would get none). A model already int8 at its edges is left as it is, and so is a second
+    call: what it exposed is then "already int8"."""
     edges = [_expose_input(graph, k) for k in range(len(graph.inputs))]
     edges += [_expose_output(graph, k) for k in range(len(graph.outputs))]
     kept = [e for e in edges if e.kept_float is not None]
-    if kept and not any(e.exposed for e in edges):
+    if kept and not any(e.int8 for e in edges):
         raise UsageError(_nothing_to_expose(kept))
     return [e.line() for e in edges]
 
@@ -71,7 +72,7 @@ def _expose_input(graph: Graph, index: int) -> _Edge:
     value = graph.inputs[index]
     edge = _Edge("input", index, value.name)
     if value.type.dtype != "float32":
-        edge.note = _not_float(value.type)
+        edge.note, edge.int8 = _not_float(value.type), value.type.dtype == "int8"
         return edge
     edge.kept_float = _input_problem(graph, value)
     if edge.kept_float is not None:
@@ -84,7 +85,7 @@ def _expose_input(graph: Graph, index: int) -> _Edge:
         graph.remove_node(node)
     graph.inputs[index] = q
     _take_name(graph, q, value.name)
-    edge.exposed = True
+    edge.int8 = True
     edge.note = _exposed_note(q.type, quantizes)
     return edge
 
@@ -120,7 +121,7 @@ def _expose_output(graph: Graph, index: int) -> _Edge:
     value = graph.outputs[index]
     edge = _Edge("output", index, value.name)
     if value.type.dtype != "float32":
-        edge.note = _not_float(value.type)
+        edge.note, edge.int8 = _not_float(value.type), value.type.dtype == "int8"
         return edge
     edge.kept_float = _output_problem(graph, value)
     if edge.kept_float is not None:
@@ -136,7 +137,7 @@ def _expose_output(graph: Graph, index: int) -> _Edge:
     else:  # the output keeps the model's name; the float copy its other readers take is renamed
         value.name = f"{edge.name}/float32"
     _take_name(graph, q, edge.name)
-    edge.exposed = True
+    edge.int8 = True
     edge.note = _exposed_note(q.type, [dequantize] if removed else [])
     if not removed:
         edge.note += f" ({dequantize.where()} stays: {value.users[0].where()} reads its float result)"
