@@ -176,7 +176,8 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @click.option("--keep-float", multiple=True,
               help="Leave this operator type (e.g. SOFTMAX) or output tensor name in float; repeatable.")
 @click.option("--io", "io_dtype", type=click.Choice(["float", "int8"]), default="float", show_default=True,
-              help="Quantized float models: keep float inputs/outputs, or expose the int8 tensors.")
+              help="float keeps the model's float inputs/outputs; int8 exposes the int8 tensors instead "
+                   "(with --quantize, or on a quantized model whose edges are QUANTIZE / DEQUANTIZE).")
 @click.option("--schedule", type=click.Choice(list(SCHEDULES)), default="auto", show_default=True,
               help="Row groups (several layers run a row at a time, intermediates never whole): auto = the "
                    "least RAM within 3% extra estimated cost, min-ram = the least RAM, layer = none. With "
@@ -228,6 +229,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     }
     if report:
         summary["report_files"] = report_files
+    if "int8_io" in result.graph.metadata:
+        summary["int8_io"] = result.graph.metadata["int8_io"]
     if write_tflite:
         summary["tflite"] = str(write_tflite)
     if passes_report and result.passes is not None:
@@ -245,6 +248,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     _say(f"compiled {model} -> {out_dir}/{result.name}.c ({len(result.graph.nodes)} operators)")
     _say(f"  arena {plan.arena_bytes:,} B (lower bound {plan.lower_bound:,} B, ratio {ratio:.2f}), "
          f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
+    for line in result.graph.metadata.get("int8_io", []):
+        _say(f"  --io int8: {line}")
     fusion = schedule_dict(result)
     if fusion["row_groups"]:
         spans = ", ".join(f"ops {g['steps'][0]}-{g['steps'][-1]}" for g in fusion["row_groups"])

@@ -31,6 +31,7 @@ from nn2c.memory.arena import plan_arena
 from nn2c.memory.fusion import choose_steps
 from nn2c.memory.schedule import Schedule, schedule
 from nn2c.options import SCHEDULES, CompileOptions
+from nn2c.passes.int8_io import expose_int8_io
 from nn2c.passes.pipeline import PipelineReport, optimize
 from nn2c.result import CompileResult
 from nn2c.target import get_target
@@ -97,6 +98,10 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     ops_before = _op_counts(graph)
     step(f"optimising the graph (-O{options.opt_level})")
     passes = optimize(graph, options.opt_level)
+    if options.io == "int8" and not options.quantize:
+        step("exposing the int8 inputs and outputs")
+        graph.metadata["int8_io"] = expose_int8_io(graph)  # one line per input / output, for the CLI
+        passes.ops_after = len(graph.nodes)
     quant, tflite_bytes = None, None
     if options.quantize:
         graph, quant, tflite_bytes = _quantize(graph, path, options, passes, step)

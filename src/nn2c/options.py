@@ -28,5 +28,7 @@ class CompileOptions:
     calibration: str | None = None  # .npz / .npy / folder of .npy with representative inputs
     calibration_method: str = "mse"  # range estimator: minmax, percentile or mse
     keep_float: tuple[str, ...] = ()  # operators (by type or output tensor name) left in float
-    io: str = "float"  # quantized float models: "float" keeps float I/O, "int8" exposes the int8 tensors
+    # "float" keeps float I/O; "int8" exposes the int8 tensors (of --quantize, or of a quantized model whose
+    # inputs go straight into QUANTIZE and outputs come straight from DEQUANTIZE: passes/int8_io.py)
+    io: str = "float"
     write_tflite: str | None = None  # with quantize: also write the int8 model as a .tflite file here

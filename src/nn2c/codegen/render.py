@@ -12,7 +12,7 @@ from importlib import resources
 import numpy as np
 
 from nn2c.codegen.cnames import c_comment, c_float
-from nn2c.codegen.context import NodeCode, WeightArray, format_field
+from nn2c.codegen.context import NodeCode, ParamsStruct, WeightArray, format_field
 from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
 from nn2c.codegen.lower import LoweredModel
@@ -57,6 +57,24 @@ def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> lis
 
         bound.append([_PLACEHOLDER.sub(address, s) for s in code.statements])
     return bound
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def used_params(params: list[ParamsStruct], statements: list[list[str]]) -> list[ParamsStruct]:
+    """The parameter structs some step's code names (a row group may replace an operator's own)."""
+    names = {m for step in statements for line in step for m in _IDENT.findall(line)}
+    return [p for p in params if p.ident in names]
+
+
+def used_weights(weights: list[WeightArray], params: list[ParamsStruct], statements: list[list[str]]
+                 ) -> list[WeightArray]:
+    """The flash arrays named by the code or by the parameter structs it uses."""
+    names = {m for step in statements for line in step for m in _IDENT.findall(line)}
+    for p in params:
+        names.update(m for value in p.fields.values() for m in _IDENT.findall(format_field(value)))
+    return [w for w in weights if w.ident in names]
 
 
 def _weights_source(name: str, weights: list[WeightArray]) -> str:
@@ -213,7 +231,7 @@ class _SourceWriter:
         if graph.variables():
             w.line(f"static int {name}_state_ready;")
         w.line()
-        for params in self.lowered.ctx.params:
+        for params in used_params(self.lowered.ctx.params, self.statements):
             w.line(f"static const {params.ctype} {params.ident} = {{")
             for key, val in params.fields.items():
                 w.line(f"    .{key} = {format_field(val)},")
@@ -349,7 +367,8 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
     steps = lowered.code_in(graph.nodes) if steps is None else steps
     writer = _SourceWriter(lowered, steps, arena, source_name)
     kernels = sorted(lowered.ctx.kernels)
-    weights = lowered.ctx.weights
+    params = used_params(lowered.ctx.params, writer.statements)
+    weights = used_weights(lowered.ctx.weights, params, writer.statements)
     files = {
         f"{name}.h": writer.header(),
         f"{name}.c": writer.source(),

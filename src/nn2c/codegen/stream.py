@@ -26,6 +26,8 @@ ROW_KERNELS: dict[str, str] = {
                      "nn2c_max_pool_s16", "nn2c_max_pool_f32"), "pool"),
     **dict.fromkeys(("nn2c_add_s8", "nn2c_add_s16", "nn2c_add_f32"), "bcast"),
     "nn2c_add_s8_simd": "count",
+    # a FULLY_CONNECTED over a 4-D map: accumulates the products of each input row, finishes after the loop
+    **dict.fromkeys(("nn2c_fully_connected_s8", "nn2c_fc_s8_simd"), "accumulate"),
 }
 _ROW_FIELDS = {"conv": ("g.in_h", "g.out_h", "g.pad_h"), "pool": ("input_h", "output_h", "pad_h")}
 _FIELD = re.compile(r"\.(\w+) = (-?\d+)")
@@ -51,12 +53,24 @@ class StreamOp:
 
     @property
     def rows(self) -> int:
-        return self.output.type.shape[1]
+        """Rows made (an accumulating sink: rows of its input consumed) per group."""
+        return self._row_shape[1]
 
     @property
     def row_elements(self) -> int:
-        shape = self.output.type.shape
+        shape = self._row_shape
         return shape[2] * shape[3]
+
+    @property
+    def _row_shape(self) -> tuple[int, ...]:
+        return self.streamed[0][1].type.shape if self.kind == "accumulate" else self.output.type.shape
+
+    @property
+    def scratch(self) -> list[int]:
+        """Bytes of each scratch buffer the row calls need (an accumulating sink: its int32 sums)."""
+        if self.kind == "accumulate":
+            return [4 * self.output.type.num_elements]
+        return list(self.code.scratch)
 
 
 def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
@@ -67,6 +81,8 @@ def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
     function, args = code.calls[0]
     kind = ROW_KERNELS.get(function)
     out = node.outputs[0]
+    if kind == "accumulate":
+        return _accumulating(code, ctx, function, args)
     if kind is None or len(out.type.shape) != 4 or out.type.shape[0] != 1 or out.type.num_elements == 0:
         return None
     params = _params_of(args[0], ctx)
@@ -89,6 +105,25 @@ def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
     if not streamed or len({id(v) for _, v, _ in streamed}) != len(streamed):
         return None
     return StreamOp(node, code, kind, function, args, params, streamed, output_arg)
+
+
+def _accumulating(code: NodeCode, ctx: EmitContext, function: str, args: tuple[str, ...]) -> StreamOp | None:
+    """An int8 FULLY_CONNECTED of batch 1 reading a 4-D [1, H, W, C] map, weights constant."""
+    node = code.node
+    x, w = node.inputs[0], node.inputs[1]
+    bias, out = node.input(2), node.outputs[0]
+    if x is None or w is None or x.is_constant or not w.is_constant or (bias is not None and not bias.is_constant):
+        return None
+    if len(x.type.shape) != 4 or x.type.shape[0] != 1 or (x.type.dtype, w.type.dtype, out.type.dtype) != ("int8",) * 3:
+        return None
+    if len(w.type.shape) != 2 or w.type.shape[1] != x.type.num_elements or out.type.num_elements != w.type.shape[0]:
+        return None
+    params = _params_of(args[0], ctx)
+    if params is None or args.count(_ptr(ctx, x)) != 1 or args.count(_ptr(ctx, out)) != 1:
+        return None
+    rows = RowMap(x.type.shape[1])
+    return StreamOp(node, code, "accumulate", function, args, params, [(args.index(_ptr(ctx, x)), x, rows)],
+                    args.index(_ptr(ctx, out)))
 
 
 def _ptr(ctx: EmitContext, value: Value) -> str:
@@ -182,6 +217,20 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                 readers[source].append((c, row_map))
     lines = [f"{{ /* {group.name}; one row of the last per iteration */"]
     body: list[str] = []
+    sink = ops[-1]
+    finish: list[str] = []
+    if sink.kind == "accumulate":
+        # the portable kernel's parameters and plain filter (a re-laid-out SIMD filter is dropped unused)
+        from nn2c.codegen.ops.fully_connected import fc_s8_params
+
+        node = sink.node
+        sink.params = ParamsStruct(fc_s8_params(ctx, node)[1:], "nn2c_fc_s8_params_t", {})
+        filter_ident = ctx.weight(node.inputs[1]) if node.inputs[1] is not None else "NULL"
+        outputs = sink.output.type.num_elements
+        acc = f"(int32_t *)((uint8_t *)@s{windows}@ + {group.kernel_scratch[-1][0]})"
+        body.append(f"int32_t *const acc = {acc}; /* the sums of op {n - 1} */")
+        body.append(f"memset(acc, 0, {outputs} * sizeof(int32_t));")
+        finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {ctx.ptr(node.input(2))}, {ctx.ptr(sink.output)});"]
     for j, op in enumerate(ops):
         body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
     for j in range(n - 1):
@@ -192,6 +241,8 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     for j, op in enumerate(ops):
         if op.kind in _ROW_FIELDS:
             body.append(f"k{j}.{_ROW_FIELDS[op.kind][1]} = 1;")
+        elif op.kind == "accumulate":
+            continue
         elif op.kind == "bcast":
             body.append(f"k{j}.bc.dims[0] = {op.row_elements};")
         else:
@@ -214,6 +265,15 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
                       "}"]
+        if op.kind == "accumulate":
+            k, value, _ = op.streamed[0]
+            source = _source(group, value)
+            row = f"w{source} + (done{j} - first{source}) * {op.row_elements}" if source >= 0 else \
+                f"{op.args[k]} + done{j} * {op.row_elements}"
+            inner.append(f"nn2c_fc_s8_accumulate(&k{j}, {row}, {filter_ident}, done{j} * {op.row_elements}, "
+                         f"{op.row_elements}, acc);")
+            loop += ["    " + s for s in inner] + ["}"]
+            continue
         args = list(op.args)
         args[0] = f"&k{j}"
         geometry_set = False
@@ -246,7 +306,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         inner.append(f"{op.function}({', '.join(args)});")
         loop += ["    " + s for s in inner] + ["}"]
     body.append(f"for (int32_t r = 0; r < {ops[-1].rows}; ++r) {{")
-    body += ["    " + s for s in loop] + ["}"]
+    body += ["    " + s for s in loop] + ["}"] + finish
     lines += ["    " + s for s in body] + ["}"]
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
     code.statements = lines
@@ -271,7 +331,7 @@ def _nested(function: str, terms: list[str]) -> str:
 def member_of(op: StreamOp, sources: dict[int, int]) -> Member:
     """The row facts of a group member; sources: id(tensor) -> member index or -1 - outside index."""
     reads = tuple((sources[id(value)], m) for _, value, m in op.streamed)
-    row_bytes = op.row_elements * dtype_bytes(op.output.type.dtype)
+    row_bytes = 0 if op.kind == "accumulate" else op.row_elements * dtype_bytes(op.output.type.dtype)
     return Member(op.rows, row_bytes, reads, elementwise=op.kind in ("bcast", "count"))
 
 

@@ -26,6 +26,12 @@ typedef struct {
 
 void nn2c_fully_connected_s8(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
                              const int32_t *bias, int8_t *output);
+/* Row-streamed int8 FULLY_CONNECTED (batches 1): acc[c] += the products of input features
+ * [start, start + count) (the `count` values at `input`); then finish adds the bias and requantizes.
+ * Integer sums: the result equals nn2c_fully_connected_s8's. */
+void nn2c_fc_s8_accumulate(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
+                           int32_t start, int32_t count, int32_t *acc);
+void nn2c_fc_s8_finish(const nn2c_fc_s8_params_t *p, const int32_t *acc, const int32_t *bias, int8_t *output);
 void nn2c_fully_connected_f32(const nn2c_fc_f32_params_t *p, const float *input, const float *filter,
                               const float *bias, float *output);
 void nn2c_fully_connected_f32_i8w(const nn2c_fc_f32_params_t *p, const float *input, const int8_t *filter,

@@ -248,6 +248,8 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             if any(op is None for op in run):
                 break
             members_ops = [op for op in run if op is not None]
+            if any(op.kind == "accumulate" for op in members_ops[:-1]):
+                break  # an accumulating operator ends its group: its output exists only at the end
             if not _closed(members_ops, position, first, last, graph_outputs):
                 continue
             for slack in SLACKS:
@@ -304,7 +306,7 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     offsets, region = [], 0
     for op in run:
         at, mine = 0, []
-        for nbytes in op.code.scratch:
+        for nbytes in op.scratch:
             mine.append(at)
             at = align_up(at + nbytes, 16)
         offsets.append(mine)

@@ -26,6 +26,31 @@ from nn2c.codegen.ops.conv import gemm_fields, simd_layout
 from nn2c.ir import Node
 
 
+def fc_s8_params(ctx: EmitContext, node: Node) -> str:
+    """The nn2c_fc_s8_params_t of an int8 FULLY_CONNECTED (portable kernels; also the row-streamed
+    accumulation of codegen/stream.py)."""
+    x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and w is not None
+    output_depth = w.type.shape[0]
+    in_scale, out_scale = scale(x), scale(out)
+    real = [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)]
+    act_min, act_max = int_activation_range(ctx, node.fused_activation, out)
+    mult, shift = multiplier_arrays(ctx, real)
+    return ctx.params_struct("nn2c_fc_s8_params_t", {
+        "batches": prod(out.type.shape) // output_depth,
+        "accum_depth": w.type.shape[-1],
+        "output_depth": output_depth,
+        "input_offset": -zero_point(x),
+        "filter_offset": -zero_point(w),
+        "output_offset": zero_point(out),
+        "multipliers": mult,
+        "shifts": shift,
+        "per_channel": int(len(real) > 1),
+        "act_min": act_min,
+        "act_max": act_max,
+    })
+
+
 @lowering("FULLY_CONNECTED")
 def fully_connected(node: Node, ctx: EmitContext) -> None:
     x, w = node.inputs[0], node.inputs[1]
@@ -60,18 +85,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             })
             ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
             return
-        mult, shift = multiplier_arrays(ctx, real)
-        params = ctx.params_struct("nn2c_fc_s8_params_t", {
-            **dims,
-            "input_offset": -zero_point(x),
-            "filter_offset": -zero_point(w),
-            "output_offset": zero_point(out),
-            "multipliers": mult,
-            "shifts": shift,
-            "per_channel": int(len(real) > 1),
-            "act_min": act_min,
-            "act_max": act_max,
-        })
+        params = fc_s8_params(ctx, node)
         ctx.call("nn2c_fully_connected_s8", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(out))
         return
 
