@@ -215,7 +215,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         for source, row_map in member.reads:
             if source >= 0:
                 readers[source].append((c, row_map))
-    lines = [f"{{ /* {group.name}; one row of the last per iteration */"]
+    lines = [f"{{ /* {group.name}; {group.sim.block} row(s) of the last per iteration */"]
     body: list[str] = []
     sink = ops[-1]
     finish: list[str] = []
@@ -238,42 +238,40 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* {sim.capacity[j]} rows of op {j}'s output */")
     body.append("int32_t " + ", ".join([f"first{j} = 0" for j in range(n - 1)] + [f"done{j} = 0" for j in range(n)])
                 + ";")
-    for j, op in enumerate(ops):
-        if op.kind in _ROW_FIELDS:
-            body.append(f"k{j}.{_ROW_FIELDS[op.kind][1]} = 1;")
-        elif op.kind == "accumulate":
-            continue
-        elif op.kind == "bcast":
-            body.append(f"k{j}.bc.dims[0] = {op.row_elements};")
-        else:
-            body.append(f"k{j}.count = {op.row_elements};")
-    loop = [f"const int32_t need{n - 1} = r + 1;"]
+    block = sim.block
+    loop = [f"const int32_t need{n - 1} = NN2C_MIN({sink.rows}, (r + 1) * {block});"]
     for j in range(n - 2, -1, -1):
         terms = [f"(need{c} > 0 ? NN2C_MIN({m.in_rows}, (need{c} - 1) * {m.stride} - {m.pad} + {m.span}) : 0)"
                  for c, m in readers[j]]
         loop.append(f"const int32_t need{j} = {_nested('NN2C_MAX', terms)};")
     for j, op in enumerate(ops):
-        loop.append(f"for (; done{j} < need{j}; ++done{j}) {{")
+        loop.append(f"if (done{j} < need{j}) {{ /* op {j}: rows done{j} .. need{j} - 1 in one call */")
         inner: list[str] = []
         if j < n - 1:
             size = f"{op.row_elements} * sizeof(*w{j})"
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
-            inner += [f"if (done{j} - first{j} == {sim.capacity[j]}) {{ /* full: keep the rows still read */",
+            inner += [f"if (need{j} - first{j} > {sim.capacity[j]}) {{ /* no room: keep only the rows still read */",
                       f"    const int32_t low = {_nested('NN2C_MIN', [f'done{j}', *lowest])};",
                       f"    memmove(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
                       "}"]
+        rows = f"(need{j} - done{j})"
         if op.kind == "accumulate":
             k, value, _ = op.streamed[0]
             source = _source(group, value)
             row = f"w{source} + (done{j} - first{source}) * {op.row_elements}" if source >= 0 else \
                 f"{op.args[k]} + done{j} * {op.row_elements}"
             inner.append(f"nn2c_fc_s8_accumulate(&k{j}, {row}, {filter_ident}, done{j} * {op.row_elements}, "
-                         f"{op.row_elements}, acc);")
+                         f"{rows} * {op.row_elements}, acc);")
+            inner.append(f"done{j} = need{j};")
             loop += ["    " + s for s in inner] + ["}"]
             continue
+        if op.kind == "bcast":
+            inner.append(f"k{j}.bc.dims[0] = {rows} * {op.row_elements};")
+        elif op.kind == "count":
+            inner.append(f"k{j}.count = {rows} * {op.row_elements};")
         args = list(op.args)
         args[0] = f"&k{j}"
         geometry_set = False
@@ -281,9 +279,11 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             source = _source(group, value)
             elements = value.type.shape[2] * value.type.shape[3]
             if op.kind in _ROW_FIELDS and not geometry_set:
-                in_h, _, pad_h = _ROW_FIELDS[op.kind]
+                in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
                 inner += [f"const int32_t lo{k} = NN2C_MAX(0, done{j} * {m.stride} - {m.pad});",
-                          f"k{j}.{in_h} = NN2C_MIN({m.in_rows}, done{j} * {m.stride} - {m.pad} + {m.span}) - lo{k};",
+                          f"k{j}.{in_h} = NN2C_MIN({m.in_rows}, (need{j} - 1) * {m.stride} - {m.pad} + {m.span}) "
+                          f"- lo{k};",
+                          f"k{j}.{out_h} = {rows};",
                           f"k{j}.{pad_h} = lo{k} - (done{j} * {m.stride} - {m.pad});"]
                 geometry_set = True
                 row = f"lo{k}"
@@ -304,8 +304,9 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
 
         args = [_SCRATCH.sub(shared, a) for a in args]
         inner.append(f"{op.function}({', '.join(args)});")
+        inner.append(f"done{j} = need{j};")
         loop += ["    " + s for s in inner] + ["}"]
-    body.append(f"for (int32_t r = 0; r < {ops[-1].rows}; ++r) {{")
+    body.append(f"for (int32_t r = 0; r < {-(-sink.rows // block)}; ++r) {{")
     body += ["    " + s for s in loop] + ["}"] + finish
     lines += ["    " + s for s in body] + ["}"]
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer

@@ -33,7 +33,10 @@ MAX_GROUP = 24  # operators in one group
 AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's estimated cost
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
-SLACKS = (0, 1, 2)  # slack rows per window, in multiples of its occupancy
+TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
+SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
+BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
+MIN_PIXELS = 16  # output pixels per call below which a row call costs noticeably more than a layer call
 
 
 @dataclass(frozen=True)
@@ -252,13 +255,15 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                 break  # an accumulating operator ends its group: its output exists only at the end
             if not _closed(members_ops, position, first, last, graph_outputs):
                 continue
-            for slack in SLACKS:
-                group = _build(members_ops, slack, lifetimes, graph_outputs, last, inplace)
-                if group is None:
-                    break
-                options.append(_option(group, first, last, lifetimes))
-                if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
-                    break  # windows already whole: more slack changes nothing
+            sink_rows = members_ops[-1].rows
+            for block in sorted({b for b in BLOCKS if b <= sink_rows} | {min(sink_rows, _block_for(members_ops))}):
+                for slack in SLACKS:
+                    group = _build(members_ops, slack, block, lifetimes, last, inplace)
+                    if group is None:
+                        break
+                    options.append(_option(group, first, last, lifetimes))
+                    if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
+                        break  # windows already whole: more slack changes nothing
     return options
 
 
@@ -273,7 +278,13 @@ def _closed(run: list[StreamOp], position: dict[int, int], first: int, last: int
     return True
 
 
-def _build(run: list[StreamOp], slack: int, lifetimes: _Lifetimes, graph_outputs: set[int], last: int,
+def _block_for(run: list[StreamOp]) -> int:
+    """Sink rows per iteration that give every call at least MIN_PIXELS output pixels."""
+    widths = [max(op.row_elements // max(op.output.type.shape[-1], 1), 1) for op in run]
+    return max(1, -(-MIN_PIXELS // min(widths)))
+
+
+def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, last: int,
            inplace: bool) -> RowGroup | None:
     made = {id(op.output): j for j, op in enumerate(run)}
     outside: list[Value] = []
@@ -285,8 +296,8 @@ def _build(run: list[StreamOp], slack: int, lifetimes: _Lifetimes, graph_outputs
                 sources[id(value)] = -1 - (len(outside) - 1)
     members = [member_of(op, sources) for op in run]
     try:
-        occupancy = simulate(members).occupancy
-        sim = simulate(members, [slack * occ for occ in occupancy])
+        occupancy = simulate(members, block=block).occupancy
+        sim = simulate(members, [slack * occ for occ in occupancy], block)
     except AssertionError:
         return None
     region, offsets = _kernel_scratch(run)
@@ -323,5 +334,9 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
             d = align_up(group.inplace[id(value)], 16)
             x, y = value.type.num_bytes, sink.type.num_bytes
             saving = max(saving, x + y - max(d + x, y))
-    cost = group.sim.moved_bytes / 4 + CALL_COST * group.sim.calls
+    cost = group.sim.moved_bytes / 4
+    for op, calls in zip(group.ops, group.sim.member_calls, strict=True):
+        pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
+        # each extra call: its set-up, and a last pixel that misses the SIMD kernels' pixel pairs
+        cost += (calls - 1) * (CALL_COST + TAIL_COST * macs(op.node) / pixels)
     return Option(first, last, live - saving, cost, group)

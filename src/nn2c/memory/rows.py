@@ -54,7 +54,9 @@ class Simulation:
     calls: int  # kernel calls (one per computed row)
     # outside reads in call order: (call number, outside tensor, lowest row read, read by the sink element-wise)
     outside_reads: list[tuple[int, int, int, bool]] = field(default_factory=list)
-    sink_calls: list[int] = field(default_factory=list)  # call number of the sink's row r
+    sink_calls: list[tuple[int, int]] = field(default_factory=list)  # (call number, rows made so far) of the sink
+    block: int = 1  # sink rows per iteration
+    member_calls: list[int] = field(default_factory=list)  # calls per member
 
     def window_bytes(self, members: list[Member]) -> list[int]:
         return [self.capacity[j] * m.row_bytes for j, m in enumerate(members)]
@@ -70,10 +72,11 @@ def consumers(members: list[Member]) -> list[list[tuple[int, RowMap]]]:
     return found
 
 
-def needs(members: list[Member], readers: list[list[tuple[int, RowMap]]], r: int) -> list[int]:
-    """Rows of each member's output that must exist by the end of iteration r."""
+def needs(members: list[Member], readers: list[list[tuple[int, RowMap]]], r: int, block: int = 1) -> list[int]:
+    """Rows of each member's output that must exist by the end of iteration r (the sink makes
+    `block` rows per iteration)."""
     need = [0] * len(members)
-    need[-1] = r + 1
+    need[-1] = min(members[-1].out_rows, (r + 1) * block)
     for j in range(len(members) - 2, -1, -1):
         need[j] = max((m.hi(need[c] - 1) if need[c] > 0 else 0) for c, m in readers[j])
     return need
@@ -85,53 +88,63 @@ def lowest_needed(members: list[Member], readers: list[tuple[int, RowMap]], done
     return min(rows) if rows else None
 
 
-def simulate(members: list[Member], slack: list[int] | None = None) -> Simulation:
+def iterations(members: list[Member], block: int) -> int:
+    return -(-members[-1].out_rows // block)
+
+
+def simulate(members: list[Member], slack: list[int] | None = None, block: int = 1) -> Simulation:
     """Run the group's loop: first with unbounded windows to find the occupancy of each window,
     then with the planned capacities, checking that every read finds its rows in the window."""
     readers = consumers(members)
-    occupancy = _run(members, readers, None).occupancy
+    occupancy = _run(members, readers, None, block).occupancy
     capacity = [0] * len(members)
     for j in range(len(members) - 1):
         extra = slack[j] if slack else 0
         capacity[j] = min(members[j].out_rows, occupancy[j] + extra)
-    result = _run(members, readers, capacity)
+    result = _run(members, readers, capacity, block)
     result.capacity = capacity
     result.occupancy = occupancy
+    result.block = block
     return result
 
 
-def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None) -> Simulation:
+def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None,
+         block: int) -> Simulation:
+    """Each iteration, each member makes all the rows it owes in one call (rows [done, need))."""
     n = len(members)
     done, first, occupancy = [0] * n, [0] * n, [0] * n
     moved = calls = 0
     reads: list[tuple[int, int, int, bool]] = []
-    sink_calls: list[int] = []
-    for r in range(members[-1].out_rows):
-        need = needs(members, readers, r)
+    sink_calls: list[tuple[int, int]] = []
+    member_calls = [0] * n
+    for r in range(iterations(members, block)):
+        need = needs(members, readers, r, block)
         for j, member in enumerate(members):
-            while done[j] < need[j]:
-                q = done[j]
-                if j < n - 1:
-                    low = lowest_needed(members, readers[j], done)
-                    assert low is not None, "a row nobody reads"
-                    low = min(low, q)  # rows a strided consumer skips may still be computed
-                    occupancy[j] = max(occupancy[j], q + 1 - low)
-                    if capacity is not None and q - first[j] == capacity[j]:
-                        assert low > first[j], "window too small to advance"
-                        moved += (q - low) * member.row_bytes
-                        first[j] = low
-                for source, row_map in member.reads:
-                    lo, hi = row_map.lo(q), row_map.hi(q)
-                    if source >= 0:
-                        assert hi <= done[source], f"member {j} row {q} reads row {hi - 1} before it exists"
-                        assert capacity is None or lo >= first[source], f"member {j} row {q} reads a dropped row"
-                    else:
-                        reads.append((calls, -1 - source, lo, j == n - 1 and member.elementwise))
-                if j == n - 1:
-                    sink_calls.append(calls)
-                calls += 1
-                done[j] += 1
-    return Simulation(occupancy, [0] * n, moved, calls, reads, sink_calls)
+            if done[j] >= need[j]:
+                continue
+            q0, q1 = done[j], need[j]
+            if j < n - 1:
+                low = lowest_needed(members, readers[j], done)
+                assert low is not None, "a row nobody reads"
+                low = min(low, q0)  # rows a strided consumer skips may still be computed
+                occupancy[j] = max(occupancy[j], q1 - low)
+                if capacity is not None and q1 - first[j] > capacity[j]:
+                    assert q1 - low <= capacity[j], "window too small to advance"
+                    moved += (q0 - low) * member.row_bytes
+                    first[j] = low
+            for source, row_map in member.reads:
+                lo, hi = row_map.lo(q0), row_map.hi(q1 - 1)
+                if source >= 0:
+                    assert hi <= done[source], f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
+                    assert capacity is None or lo >= first[source], f"member {j} row {q0} reads a dropped row"
+                else:
+                    reads.append((calls, -1 - source, lo, j == n - 1 and member.elementwise))
+            if j == n - 1:
+                sink_calls.append((calls, q1))
+            calls += 1
+            member_calls[j] += 1
+            done[j] = q1
+    return Simulation(occupancy, [0] * n, moved, calls, reads, sink_calls, member_calls=member_calls)
 
 
 def inplace_distance(members: list[Member], sim: Simulation, outside: int, in_row_bytes: int) -> int:
@@ -147,12 +160,11 @@ def inplace_distance(members: list[Member], sim: Simulation, outside: int, in_ro
         distance = max(0, sink.row_bytes - in_row_bytes) * (sink.out_rows - 1)
     lowest = None  # lowest row read by the calls after the one being looked at
     k = len(log)
-    for r in range(sink.out_rows - 1, -1, -1):
-        call = sim.sink_calls[r]
+    for call, end_row in reversed(sim.sink_calls):
         while k > 0 and (log[k - 1][0] > call or (log[k - 1][0] == call and not log[k - 1][2])):
             lo = log[k - 1][1]
             lowest = lo if lowest is None else min(lowest, lo)
             k -= 1
         if lowest is not None:
-            distance = max(distance, (r + 1) * sink.row_bytes - lowest * in_row_bytes)
+            distance = max(distance, end_row * sink.row_bytes - lowest * in_row_bytes)
     return distance

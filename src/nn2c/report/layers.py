@@ -160,7 +160,8 @@ def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, nam
             tensor_of.setdefault(buffer, f"scratch of op {buffer[1:].split('_')[0]}")
     ordered = sorted(live_names, key=lambda b: (-live_names[b], b))
     tensors = [f"{tensor_of.get(b, b)} {live_names[b]:,} B" for b in ordered]
-    return Peak(step, node.op, node.index, best[0], best[1], tensors)
+    op = node.op if not hasattr(node, "ops") else f"row group ({', '.join(n.op for n in node.nodes)})"
+    return Peak(step, op, node.index, best[0], best[1], tensors)
 
 
 def op_counts(graph: Graph) -> dict[str, int]:
