@@ -120,11 +120,12 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_row_groups_match_tflm(case, target, tmp_path):
-    """min-ram groups the blocks; the C built for the host is bit-exact with TFLM (the cortex-m4
-    lowering's row kernels, DSP builds of the portable code on the host)."""
+    """min-ram groups the blocks; the C is bit-exact with TFLM. Built for the host: the Cortex-M
+    lowerings (their re-laid-out weights, scratch buffers and row calls) with the portable bodies
+    of the SIMD kernels; tests/test_cortexm.py runs the real DSP / Helium code in QEMU."""
     path = tmp_path / f"{case}.tflite"
     path.write_bytes(CASES[case]())
     options = CompileOptions(schedule="min-ram", target=target)
@@ -134,18 +135,18 @@ def test_row_groups_match_tflm(case, target, tmp_path):
     assert any(len(g.ops) >= 3 for g in groups), [len(g.ops) for g in groups]
     layer = compile_model(path, CompileOptions(schedule="layer", target=target))
     assert result.arena_bytes < layer.arena_bytes
-    if target != "host":
-        return  # cortex-m4 code runs in QEMU (tests/test_cortexm.py); here its plan is what is checked
     report = verify_model(path, count=3, seed=5, references=("tflm",), workdir=tmp_path / "c", options=options)
     assert "tflm" not in report.skipped, report.skipped
     for c in report.comparisons:
         assert c.mismatches == 0, f"output {c.output}: {c.mismatches}/{c.elements} differ"
 
 
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
 @pytest.mark.parametrize("model", ["tflite_micro/person_detect.tflite", "mlcommons_tiny/pretrainedResnet_quant.tflite",
-                                   "mlcommons_tiny/kws_ref_model.tflite", "mlcommons_tiny/vww_96_int8.tflite"])
-def test_min_ram_real_models_match_tflm(model, tmp_path):
-    options = CompileOptions(schedule="min-ram")
+                                   "mlcommons_tiny/kws_ref_model.tflite", "mlcommons_tiny/vww_96_int8.tflite",
+                                   "tflite_micro/micro_speech_quantized.tflite"])
+def test_min_ram_real_models_match_tflm(model, target, tmp_path):
+    options = CompileOptions(schedule="min-ram", target=target)
     report = verify_model(model_path(model), count=2, seed=3, references=("tflm",), workdir=tmp_path / "c",
                           options=options)
     assert "tflm" not in report.skipped, report.skipped

@@ -225,8 +225,10 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
         "ram_bytes": result.ram_bytes, "weight_bytes": result.code.weight_bytes, "planner": plan.planner,
         "inplace_operators": len(result.code.inplace), "files": sorted(result.files),
-        "schedule": schedule_dict(result),
     }
+    from nn2c.report.layers import schedule_dict
+
+    summary["schedule"] = schedule_dict(result)
     if report:
         summary["report_files"] = report_files
     if "int8_io" in result.graph.metadata:
@@ -250,9 +252,11 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
          f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
     for line in result.graph.metadata.get("int8_io", []):
         _say(f"  --io int8: {line}")
+    from nn2c.report.layers import schedule_dict
+
     fusion = schedule_dict(result)
     if fusion["row_groups"]:
-        spans = ", ".join(f"ops {g['steps'][0]}-{g['steps'][-1]}" for g in fusion["row_groups"])
+        spans = ", ".join(f"ops {g['ops'][0]}-{g['ops'][-1]}" for g in fusion["row_groups"])
         _say(f"  row groups ({fusion['policy']}): {len(fusion['row_groups'])} ({spans}); arena "
              f"{fusion['layer_by_layer_arena_bytes']:,} B layer by layer, estimated cost "
              f"+{100 * fusion['added_cost_fraction']:.1f}%")
@@ -271,23 +275,6 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         top = peak(result)
         if top is not None:
             progress.detail(f"nn2c: arena {top.describe(limit=8)}")
-
-
-def schedule_dict(result) -> dict[str, Any]:
-    """The row groups the schedule chose (memory/fusion.py), for the summary and --json."""
-    fusion = result.schedule.fusion if result.schedule is not None else None
-    if fusion is None:
-        return {"policy": "layer", "row_groups": []}
-    position = {id(n): k for k, n in enumerate(result.graph.nodes)}
-    groups = [{
-        "steps": [position[id(n)] for n in g.nodes], "ops": [n.op for n in g.nodes],
-        "rows": g.ops[-1].rows, "window_bytes": g.window_bytes, "moved_bytes": g.sim.moved_bytes,
-    } for g in fusion.groups]
-    return {
-        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_peak,
-        "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
-        "recomputed_macs": 0, "tradeoff": [{"arena_bytes": ram, "added_cost": cost} for ram, cost in fusion.curve],
-    }
 
 
 def _tensor_json(value) -> dict[str, Any]:

@@ -201,8 +201,16 @@ class RowGroup:
         return self.sim.window_bytes(self.members)[:-1]
 
     @property
+    def sums_bytes(self) -> int:
+        """The int32 sums of an accumulating sink, live through the whole loop."""
+        sink = self.ops[-1]
+        return sink.scratch[0] if sink.kind == "accumulate" else 0
+
+    @property
     def scratch(self) -> list[int]:
-        return self.window_bytes + ([self.scratch_region] if self.scratch_region else [])
+        """Windows, then the region the members' kernels share, then the sink's sums."""
+        return (self.window_bytes + ([self.scratch_region] if self.scratch_region else [])
+                + ([self.sums_bytes] if self.sums_bytes else []))
 
 
 def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
@@ -227,7 +235,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         sink.params = ParamsStruct(fc_s8_params(ctx, node)[1:], "nn2c_fc_s8_params_t", {})
         filter_ident = ctx.weight(node.inputs[1]) if node.inputs[1] is not None else "NULL"
         outputs = sink.output.type.num_elements
-        acc = f"(int32_t *)((uint8_t *)@s{windows}@ + {group.kernel_scratch[-1][0]})"
+        acc = f"(int32_t *)@s{len(group.scratch) - 1}@"
         body.append(f"int32_t *const acc = {acc}; /* the sums of op {n - 1} */")
         body.append(f"memset(acc, 0, {outputs} * sizeof(int32_t));")
         finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {ctx.ptr(node.input(2))}, {ctx.ptr(sink.output)});"]

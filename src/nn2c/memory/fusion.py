@@ -18,7 +18,7 @@ cost), and a RAM budget (the cheapest grouping that fits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, member_of, stream_op
@@ -34,6 +34,7 @@ AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's es
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
 TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
+PORTABLE_FC_COST = 5.0  # extra instructions per MAC of the portable FULLY_CONNECTED over the SIMD one
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
 MIN_PIXELS = 16  # output pixels per call below which a row call costs noticeably more than a layer call
@@ -59,8 +60,9 @@ class Choice:
     layer_peak: int  # the same estimate without groups
     added_cost: float
     base_cost: float
-    curve: list[tuple[int, float]]  # (peak, added cost) of the cheapest grouping at each RAM level
+    curve: list[tuple[int, float]]  # (arena, added cost) of the groupings planned, the trade-off curve
     policy: str
+    considered: list[tuple[int, float]] = field(default_factory=list)  # (lower bound, cost) of every candidate
 
     @property
     def groups(self) -> list[RowGroup]:
@@ -94,7 +96,8 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
             estimated.setdefault(key, (bound, sum(o.cost for o in picked), steps))
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
                                     base_cost, (layer_ram, 0.0, layer_steps), time_limit)
-    return Choice(steps, ram, layer_ram, cost, base_cost, curve, policy)
+    considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
+    return Choice(steps, ram, layer_ram, cost, base_cost, curve, policy, considered)
 
 
 def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool,
@@ -317,6 +320,9 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     offsets, region = [], 0
     for op in run:
         at, mine = 0, []
+        if op.kind == "accumulate":  # its sums live through the whole loop: a buffer of their own
+            offsets.append(mine)
+            continue
         for nbytes in op.scratch:
             mine.append(at)
             at = align_up(at + nbytes, 16)
@@ -339,4 +345,6 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
         pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
         # each extra call: its set-up, and a last pixel that misses the SIMD kernels' pixel pairs
         cost += (calls - 1) * (CALL_COST + TAIL_COST * macs(op.node) / pixels)
+        if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8":
+            cost += PORTABLE_FC_COST * macs(op.node)  # the sums use the portable kernel, not the SIMD one
     return Option(first, last, live - saving, cost, group)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nn2c import __version__
 from nn2c.ir.cost import macs
-from nn2c.report.layers import Layer, Peak, layer_table, op_counts, peak
+from nn2c.report.layers import Layer, Peak, layer_table, op_counts, peak, schedule_dict
 
 if TYPE_CHECKING:
     from nn2c.result import CompileResult
@@ -54,6 +54,7 @@ class ReportData:
     passes: dict[str, Any] | None  # passes.pipeline.report_dict
     quant: dict[str, Any] | None  # the quantizer's report, when the model was quantized
     images: dict[str, bytes] = field(default_factory=dict)  # file name -> PNG bytes
+    schedule: dict[str, Any] = field(default_factory=dict)  # report.layers.schedule_dict
 
     @property
     def ram_bytes(self) -> int:
@@ -70,13 +71,23 @@ def _io(value) -> dict[str, Any]:
 
 
 def _plots(result: CompileResult) -> dict[str, bytes]:
-    from nn2c.report.memory_plot import plot_live_bytes, plot_plan
+    from nn2c.report.memory_plot import plot_live_bytes, plot_plan, plot_tradeoff
 
     code = result.code
+    schedule = schedule_dict(result)
+    groups = {g["step"]: f"row group: ops {g['ops'][0]}-{g['ops'][-1]}" for g in schedule["row_groups"]}
     with tempfile.TemporaryDirectory(prefix="nn2c_report_") as tmp:
-        plan_png = plot_plan(code.buffers, code.plan, code.inplace, result.name, Path(tmp) / "memory_plan.png")
+        plan_png = plot_plan(code.buffers, code.plan, code.inplace, result.name, Path(tmp) / "memory_plan.png", groups)
         live_png = plot_live_bytes(code.buffers, code.plan, result.name, Path(tmp) / "live_bytes.png")
-        return {"memory_plan.png": plan_png.read_bytes(), "live_bytes.png": live_png.read_bytes()}
+        images = {"memory_plan.png": plan_png.read_bytes(), "live_bytes.png": live_png.read_bytes()}
+        if len(schedule.get("tradeoff", [])) > 1:
+            points = [(p["arena_bytes"], p["added_cost_fraction"]) for p in schedule["tradeoff"]]
+            bounds = [(p["lower_bound_bytes"], p["added_cost_fraction"]) for p in schedule["candidates"]]
+            chosen = (code.plan.arena_bytes, schedule["added_cost_fraction"])
+            curve = plot_tradeoff(points, chosen, schedule["layer_by_layer_arena_bytes"], result.name,
+                                  Path(tmp) / "schedule_tradeoff.png", bounds)
+            images["schedule_tradeoff.png"] = curve.read_bytes()
+        return images
 
 
 def quant_dict(quant: Any) -> dict[str, Any] | None:
@@ -118,6 +129,7 @@ def collect(result: CompileResult, ram_budget: int | None = None, flash_budget: 
         passes=report_dict(result.passes) if result.passes is not None else None,
         quant=quant_dict(result.quant),
         images=_plots(result) if images else {},
+        schedule=schedule_dict(result),
     )
 
 
@@ -265,6 +277,43 @@ def _fmt(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _schedule_rows(data: ReportData) -> list[list[Any]]:
+    return [[g["step"], f"{g['ops'][0]}-{g['ops'][-1]}", " > ".join(g["types"]), g["rows_per_iteration"],
+             sum(g["window_bytes"]), g["moved_bytes"]] for g in data.schedule.get("row_groups", [])]
+
+
+_SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "window bytes", "bytes moved"]
+
+
+def _schedule_summary(data: ReportData) -> str:
+    s = data.schedule
+    return (f"Schedule {s['policy']}: {len(s['row_groups'])} row group(s) run several operators a few rows at a "
+            f"time (intermediates never whole); arena {data.arena_bytes:,} B against "
+            f"{s['layer_by_layer_arena_bytes']:,} B layer by layer, estimated extra cost "
+            f"{100 * s['added_cost_fraction']:.1f}%, no MAC recomputed.")
+
+
+def _schedule_html(data: ReportData) -> list[str]:
+    if not data.schedule.get("row_groups"):
+        return []
+    body = ["<h2>Schedule</h2>", f'<p id="schedule">{_e(_schedule_summary(data))}</p>',
+            _table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5}, ident="row-groups")]
+    if "schedule_tradeoff.png" in data.images:
+        body.append(f'<p><img id="schedule-tradeoff" alt="RAM against cost of the schedules planned" '
+                    f'src="{_data_uri(data.images["schedule_tradeoff.png"])}"></p>')
+    return body
+
+
+def _schedule_markdown(data: ReportData) -> list[str]:
+    if not data.schedule.get("row_groups"):
+        return []
+    out = ["", "## Schedule", "", _schedule_summary(data), "", _md_table(_SCHEDULE_HEADERS, _schedule_rows(data),
+                                                                          {0, 3, 4, 5})]
+    if "schedule_tradeoff.png" in data.images:
+        out += ["", "![schedule trade-off](schedule_tradeoff.png)"]
+    return out
+
+
 def _data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -291,6 +340,7 @@ def render_html(data: ReportData) -> str:
         body.append(f'<p id="peak">Arena {_e(data.peak.describe(limit=8))}: the highest byte in use is '
                     f"{data.peak.arena_top:,}; the tensors live at that step add up to {data.peak.live_bytes:,} B "
                     "(an output written in place overlaps its input).</p>")
+    body += _schedule_html(data)
     body.append("<h2>Inputs and outputs</h2>")
     io_headers = ["#", "tensor", "dtype", "shape", "bytes", "scale", "zero point"]
     body.append("<h3>Inputs</h3>" + _table(io_headers, _io_rows(data.inputs), {4}))
@@ -358,6 +408,7 @@ def render_markdown(data: ReportData) -> str:
                        f"({(budget.fraction or 0) * 100:.1f}%, {'OVER BUDGET' if (budget.fraction or 0) > 1 else 'fits'})")
     if data.peak is not None:
         out.append(f"- arena {data.peak.describe(limit=8)}")
+    out += _schedule_markdown(data)
     io_headers = ["#", "tensor", "dtype", "shape", "bytes", "scale", "zero point"]
     out += ["", "## Inputs", "", _md_table(io_headers, _io_rows(data.inputs), {4}),
             "", "## Outputs", "", _md_table(io_headers, _io_rows(data.outputs), {4}), "",

@@ -170,3 +170,25 @@ def op_counts(graph: Graph) -> dict[str, int]:
     for node in graph.nodes:
         counts[node.op] = counts.get(node.op, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def schedule_dict(result: CompileResult) -> dict[str, Any]:
+    """The row groups the schedule chose (memory/fusion.py), for the summary, --json and the report."""
+    fusion = result.schedule.fusion if result.schedule is not None else None
+    if fusion is None:
+        return {"policy": "layer", "row_groups": []}
+    position = {id(n): k for k, n in enumerate(result.graph.nodes)}
+    steps = steps_of(result)
+    groups = [{
+        "step": steps.index(g), "ops": [position[id(n)] for n in g.nodes], "types": [n.op for n in g.nodes],
+        "rows_per_iteration": g.sim.block, "window_bytes": g.window_bytes, "moved_bytes": g.sim.moved_bytes,
+    } for g in fusion.groups]
+    return {
+        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_peak,
+        "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
+        "recomputed_macs": 0,  # a row group computes every row once
+        "tradeoff": [{"arena_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}
+                     for ram, cost in fusion.curve] if fusion.base_cost else [],
+        "candidates": [{"lower_bound_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}
+                       for ram, cost in fusion.considered] if fusion.base_cost else [],
+    }

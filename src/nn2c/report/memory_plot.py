@@ -22,10 +22,14 @@ def live_bytes_per_step(requests: list[BufferRequest]) -> list[int]:
 
 
 def plot_plan(requests: list[BufferRequest], plan: MemoryPlan, pairs: list[InPlacePair], title: str,
-              path: Path) -> Path:
-    """One rectangle per buffer: x = steps it is live, y = its bytes in the arena."""
+              path: Path, groups: dict[int, str] | None = None) -> Path:
+    """One rectangle per buffer: x = steps it is live, y = its bytes in the arena; the steps that are
+    row groups (step -> label) shaded, their windows are the grey scratch rectangles."""
     inplace_outputs = {p.output for p in pairs}
     fig, ax = plt.subplots(figsize=(10, 5), dpi=110)
+    for step, label in sorted((groups or {}).items()):
+        ax.axvspan(step - 0.5, step + 0.5, color="#2ca02c", alpha=0.12, linewidth=0)
+        ax.text(step, max(plan.arena_bytes, 1) * 1.01, label, fontsize=7, ha="center", va="bottom", rotation=90)
     cmap = plt.get_cmap("tab20")
     for k, r in enumerate(sorted(requests, key=lambda r: (r.first, r.name))):
         if not r.size:
@@ -56,6 +60,27 @@ def plot_live_bytes(requests: list[BufferRequest], plan: MemoryPlan, title: str,
     ax.set_xlabel("operator step")
     ax.set_ylabel("bytes")
     ax.set_title(f"{title}: live bytes over the schedule")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_tradeoff(points: list[tuple[int, float]], chosen: tuple[int, float], layer_ram: int, title: str,
+                  path: Path, candidates: list[tuple[int, float]] | None = None) -> Path:
+    """The schedules the search planned (arena bytes against estimated added cost, % of the model),
+    and the lower bounds of every candidate it considered."""
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    if candidates:
+        ax.plot([100 * c for _, c in candidates], [r for r, _ in candidates], ".", color="#aaaaaa",
+                label="candidates (live-bytes lower bound)")
+    ax.plot([100 * c for _, c in points], [r for r, _ in points], "o-", color="#1f77b4", label="schedules planned")
+    ax.plot([0], [layer_ram], "s", color="black", label=f"layer by layer {layer_ram:,} B")
+    ax.plot([100 * chosen[1]], [chosen[0]], "*", markersize=14, color="#d62728", label=f"chosen {chosen[0]:,} B")
+    ax.set_xlabel("estimated extra cost (% of the model's instructions)")
+    ax.set_ylabel("arena bytes")
+    ax.set_title(f"{title}: RAM against cost of the row-group schedules")
     ax.legend(loc="upper right")
     fig.tight_layout()
     fig.savefig(path)
