@@ -317,9 +317,11 @@ def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, l
 
 def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     """One region shared by the members' kernel scratch (they run one after another)."""
-    offsets, region = [], 0
+    offsets: list[list[int]] = []
+    region = 0
     for op in run:
-        at, mine = 0, []
+        at = 0
+        mine: list[int] = []
         if op.kind == "accumulate":  # its sums live through the whole loop: a buffer of their own
             offsets.append(mine)
             continue
