@@ -5,9 +5,13 @@ For every model in models/ that TFLM runs, in one run:
 - TFLM's minimum arena on Cortex-M4 (32-bit), from shared/docs/baseline-cortexm.md (measured by the
   CEO's harness with arm-none-eabi-gcc + QEMU; the host figure where that table has none);
 - nn2c's arena with TFLM's greedy planner and no in-place rules, with the exact planner and no
-  in-place rules, and with everything on; the live-bytes lower bound (no in-place);
-- nn2c's static RAM: .data + .bss of the generated objects cross-compiled for Cortex-M4 (main.c
-  excluded), when arm-none-eabi-gcc is installed.
+  in-place rules, and with everything on layer by layer (--schedule layer); the live-bytes lower
+  bound (no in-place);
+- the arena of the row-group schedules (memory/fusion.py): the default (--schedule auto) and
+  --schedule min-ram, with the estimated extra cost and the number of groups;
+- nn2c's static RAM of the default compile for --target cortex-m4: .data + .bss of the generated
+  objects cross-compiled for Cortex-M4 (main.c excluded), when arm-none-eabi-gcc is installed;
+- for the models that only convert float I/O: --io int8 --schedule min-ram.
 Writes the `memory` section of docs/BENCHMARKS.md.
 
     python bench/memory.py [--models kws_ref_model vww_96_int8 ...] [--skip-tflm]
@@ -45,6 +49,12 @@ MODELS = [
 ]
 # The models the acceptance geometric mean is taken over (issue: memory planner).
 KEY_MODELS = MODELS[:7]
+# The five models of the fused-execution issue (its geometric mean, and its goals).
+FUSION_MODELS = ["mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlcommons_tiny/pretrainedResnet_quant",
+                 "tflite_micro/person_detect", "tflite_micro/micro_speech_quantized"]
+# Models whose float inputs only feed a QUANTIZE (and outputs come from a DEQUANTIZE): --io int8 applies.
+INT8_IO_MODELS = ["tinyengine/vww", "tinyengine/mcunetv2_large", "tinyengine/detection",
+                  "tflite_micro/mobilenet_v2_quantized_1x3x224x224"]
 # TFLM minimum arena on Cortex-M4, from shared/docs/baseline-cortexm.md.
 TFLM_M4 = {
     "mlcommons_tiny/kws_ref_model": 22_832, "mlcommons_tiny/vww_96_int8": 100_720,
@@ -58,16 +68,28 @@ def measure_model(model: str, skip_tflm: bool) -> dict:
     path = ROOT / "models" / f"{model}.tflite"
     row: dict = {"model": model}
     started = time.time()
-    greedy = compile_model(path, CompileOptions(planner="greedy", inplace=False))
-    exact = compile_model(path, CompileOptions(planner="exact", inplace=False))
-    best = compile_model(path, CompileOptions(planner="exact", inplace=True))
+    m4 = "cortex-m4"
+    greedy = compile_model(path, CompileOptions(planner="greedy", inplace=False, schedule="layer", target=m4))
+    exact = compile_model(path, CompileOptions(planner="exact", inplace=False, schedule="layer", target=m4))
+    layer = compile_model(path, CompileOptions(schedule="layer", target=m4))
+    best = compile_model(path, CompileOptions(target=m4))  # the default: --schedule auto
+    least = compile_model(path, CompileOptions(schedule="min-ram", target=m4))
     row["greedy"] = greedy.arena_bytes
     row["exact"] = exact.arena_bytes
     row["lower_bound"] = exact.code.lower_bound_no_inplace
+    row["layer"] = layer.arena_bytes
     row["arena"] = best.arena_bytes
+    row["groups"] = len(best.schedule.fusion.groups)
+    row["cost"] = best.schedule.fusion.added_cost / best.schedule.fusion.base_cost
+    row["min_ram"] = least.arena_bytes
+    row["min_ram_cost"] = least.schedule.fusion.added_cost / least.schedule.fusion.base_cost
     row["state"] = best.code.state_bytes
     row["inplace_ops"] = len(best.code.inplace)
     row["ram"] = best.ram_bytes
+    if model in INT8_IO_MODELS:
+        int8 = compile_model(path, CompileOptions(schedule="min-ram", target=m4, io="int8"))
+        row["int8_io_min_ram"] = int8.ram_bytes
+        row["int8_io_cost"] = int8.schedule.fusion.added_cost / int8.schedule.fusion.base_cost
     row["ram_measured"] = None
     if arm_toolchain():
         with tempfile.TemporaryDirectory() as tmp:
@@ -102,18 +124,39 @@ def render(rows: list[dict]) -> str:
         "by TFLM host. Greedy / exact = nn2c's arena with TFLM's greedy-by-size planner / the exact ILP",
         "planner, both without in-place rules; LB = max live bytes without in-place rules.",
         "",
-        "| model | TFLM host | TFLM M4 | nn2c RAM (M4) | ratio | arena | state | in-place ops | greedy | exact | LB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "Every nn2c figure is for --target cortex-m4 (its SIMD kernels' scratch included). Layer = arena",
+        "layer by layer (--schedule layer); arena = the default, --schedule auto: row groups (several",
+        "layers run a few rows at a time, intermediates never whole) where the estimated extra cost",
+        "stays within 3%; min-ram = --schedule min-ram; cost = the estimated extra instructions of that",
+        "schedule (no MAC is recomputed: the MACs are those of layer-by-layer execution).",
+        "",
+        "| model | TFLM host | TFLM M4 | nn2c RAM (M4) | ratio | layer | arena (auto) | groups | cost | "
+        "min-ram | cost | state | in-place ops | greedy | exact | LB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | not compiled: {r['error']} |" + " |" * 9)
+            lines.append(f"| {r['model']} | not compiled: {r['error']} |" + " |" * 14)
             continue
         lines.append(
             f"| {r['model']} | {_fmt(r['tflm_host'])} | {_fmt(r['tflm_m4'])} | {_fmt(r['ram_measured'])} | "
-            f"{_fmt(r['ratio'])} | {_fmt(r['arena'])} | {_fmt(r['state'])} | {r['inplace_ops']} | "
-            f"{_fmt(r['greedy'])} | {_fmt(r['exact'])} | {_fmt(r['lower_bound'])} |"
+            f"{_fmt(r['ratio'])} | {_fmt(r['layer'])} | {_fmt(r['arena'])} | {r['groups']} | "
+            f"{100 * r['cost']:.1f}% | {_fmt(r['min_ram'])} | {100 * r['min_ram_cost']:.1f}% | {_fmt(r['state'])} | "
+            f"{r['inplace_ops']} | {_fmt(r['greedy'])} | {_fmt(r['exact'])} | {_fmt(r['lower_bound'])} |"
         )
+    fused = [r for r in rows if r["model"] in FUSION_MODELS and r.get("ratio")]
+    if len(fused) == len(FUSION_MODELS):
+        geomean = math.exp(sum(math.log(r["ratio"]) for r in fused) / len(fused))
+        lines += ["", f"Geometric mean of the ratio over {', '.join(m.split('/')[1] for m in FUSION_MODELS)} "
+                  f"(the default schedule): **{geomean:.3f}**."]
+    int8_rows = [r for r in rows if "int8_io_min_ram" in r]
+    if int8_rows:
+        lines += ["", "Models that only quantize their float input (and dequantize their output), compiled with "
+                  "`--io int8 --schedule min-ram` (the int8 tensors exposed, see docs/user-guide.md):", "",
+                  "| model | static RAM (arena + state), bytes | estimated extra cost | float I/O, layer by layer |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['model']} | {_fmt(r['int8_io_min_ram'])} | {100 * r['int8_io_cost']:.1f}% | "
+                  f"{_fmt(r['layer'])} |" for r in int8_rows]
     key = [r["ratio"] for r in rows if r["model"] in KEY_MODELS and r["ratio"]]
     if len(key) == len(KEY_MODELS):
         geomean = math.exp(sum(math.log(x) for x in key) / len(key))

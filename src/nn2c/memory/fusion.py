@@ -34,6 +34,7 @@ AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's es
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
 TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
+DRIFT_COST = 1e-3  # cost per byte of in-place offset: a tie-break between equal estimates
 PORTABLE_FC_COST = 5.0  # extra instructions per MAC of the portable FULLY_CONNECTED over the SIMD one
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
@@ -49,6 +50,7 @@ class Option:
     peak: int
     cost: float
     group: RowGroup | None  # None: the single operator, layer by layer
+    drift: int = 0  # bytes an output written in place starts below its input (chains of them add up)
 
 
 @dataclass
@@ -187,7 +189,9 @@ def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
             if before == float("inf"):
                 continue
             # ties: fewer groups (simpler code), then deterministic by position
-            key = (before + o.cost, best[o.first][1] + (o.group is not None))
+            # in-place offsets of consecutive steps add up in the arena (the per-step bound misses it):
+            # between equal estimates, prefer the smaller ones
+            key = (before + o.cost + DRIFT_COST * o.drift, best[o.first][1] + (o.group is not None))
             if key < best[end + 1][:2]:
                 best[end + 1] = (key[0], key[1], o)
     if best[count][0] == float("inf"):
@@ -207,13 +211,15 @@ def _single_options(graph: Graph, codes: list[NodeCode], aliases: dict[int, Valu
     buffers = analyse(graph, aliases, [c.scratch for c in codes], inplace=inplace)
     size = {r.name: r.size for r in buffers.requests}
     saving: dict[int, int] = {}
+    drift: dict[int, int] = {}
     for p in buffers.inplace:
         shared = size[p.input] + size[p.output] - max(p.distance + size[p.input], size[p.output])
         saving[p.step] = saving.get(p.step, 0) + max(shared, 0)
+        drift[p.step] = drift.get(p.step, 0) + p.distance
     options = []
     for step in range(len(graph.nodes)):
         live = sum(r.size for r in buffers.requests if r.first <= step <= r.last) - saving.get(step, 0)
-        options.append(Option(step, step, live, 0.0, None))
+        options.append(Option(step, step, live, 0.0, None, drift.get(step, 0)))
     return options
 
 
@@ -336,17 +342,20 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
 def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Option:
     sink = group.outputs[0]
     live = lifetimes.alive_entering(first, last) + sink.type.num_bytes + sum(group.scratch)
-    saving = 0
+    saving, drift = 0, 0
     for value in group.outside:
         if id(value) in group.inplace:
             d = align_up(group.inplace[id(value)], 16)
             x, y = value.type.num_bytes, sink.type.num_bytes
-            saving = max(saving, x + y - max(d + x, y))
+            if x + y - max(d + x, y) > saving:
+                saving, drift = x + y - max(d + x, y), d
     cost = group.sim.moved_bytes / 4
     for op, calls in zip(group.ops, group.sim.member_calls, strict=True):
         pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
-        # each extra call: its set-up, and a last pixel that misses the SIMD kernels' pixel pairs
-        cost += (calls - 1) * (CALL_COST + TAIL_COST * macs(op.node) / pixels)
+        # each extra call: its set-up, and (an odd number of pixels per call) a last pixel that misses
+        # the SIMD kernels' pixel pairs
+        odd = round(pixels / max(calls, 1)) % 2
+        cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * macs(op.node) / pixels)
         if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8":
             cost += PORTABLE_FC_COST * macs(op.node)  # the sums use the portable kernel, not the SIMD one
-    return Option(first, last, live - saving, cost, group)
+    return Option(first, last, live - saving, cost, group, drift)
