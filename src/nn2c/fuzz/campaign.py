@@ -108,7 +108,9 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, hard))
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     deadline = time.monotonic() + seconds
-    options = CompileOptions(plan_time_limit=2.0)
+    # alternately the default compile and the row-group search pushed to its limit on SIMD lowerings
+    variants = (CompileOptions(plan_time_limit=2.0),
+                CompileOptions(plan_time_limit=2.0, schedule="min-ram", target="cortex-m4"))
     try:
         with tempfile.TemporaryDirectory(prefix="nn2c_fuzz_") as tmp:
             while time.monotonic() < deadline:
@@ -123,7 +125,7 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
                 faulthandler.dump_traceback_later(per_input_limit * 4, exit=True, file=sys.stderr)
                 signal.alarm(per_input_limit)
                 try:
-                    compile_model(target, options)
+                    compile_model(target, variants[result.inputs % len(variants)])
                     outcome = "compiled"
                 except NN2CError as exc:
                     outcome = type(exc).__name__
