@@ -34,7 +34,6 @@ AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's es
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
 TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
-DRIFT_COST = 1e-3  # cost per byte of in-place offset: a tie-break between equal estimates
 PORTABLE_FC_COST = 5.0  # extra instructions per MAC of the portable FULLY_CONNECTED over the SIMD one
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
@@ -90,12 +89,22 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
     for sharing in (True, False):
         options = _single_options(graph, codes, aliases, inplace and sharing) + groups
-        for level, _ in _curve(len(nodes), options):
-            picked = _cheapest(len(nodes), options, level)
-            key = tuple((o.first, o.last, id(o.group)) for o in picked)
-            steps: list[Node | RowGroup] = [o.group if o.group is not None else nodes[o.first] for o in picked]
-            bound = _bound(graph, codes, aliases, steps, inplace)
-            estimated.setdefault(key, (bound, sum(o.cost for o in picked), steps))
+        on_curve = {level for level, _ in _curve(len(nodes), options)}
+        near = min(on_curve, default=0) * 1.1  # where chains of offsets can decide the least RAM
+        levels = sorted({o.peak for o in options if o.peak <= near} | on_curve)
+        for level in levels:
+            # the cheapest grouping at each level of the estimated curve, and at every level the one
+            # with the least in-place offsets (chains of them add up in the arena, which the per-step
+            # estimate cannot see)
+            for drift_cost in ((1e-3, 1e3) if level in on_curve else (1e3,)):
+                picked = _cheapest(len(nodes), options, level, drift_cost)
+                if not picked:
+                    continue
+                key = tuple((o.first, o.last, id(o.group)) for o in picked)
+                steps: list[Node | RowGroup] = [o.group if o.group is not None else nodes[o.first] for o in picked]
+                if key not in estimated:
+                    bound = _bound(graph, codes, aliases, steps, inplace)
+                    estimated[key] = (bound, sum(o.cost for o in picked), steps)
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
                                     base_cost, (layer_ram, 0.0, layer_steps), time_limit)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
@@ -175,8 +184,9 @@ def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:
     return curve
 
 
-def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
-    """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none)."""
+def _cheapest(count: int, options: list[Option], level: int, drift_cost: float = 1e-3) -> list[Option]:
+    """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none);
+    `drift_cost` per byte of in-place offset (1e-3: a tie-break; large: the least offset first)."""
     ending: dict[int, list[Option]] = {}
     for o in options:
         if o.peak <= level:
@@ -191,7 +201,7 @@ def _cheapest(count: int, options: list[Option], level: int) -> list[Option]:
             # ties: fewer groups (simpler code), then deterministic by position
             # in-place offsets of consecutive steps add up in the arena (the per-step bound misses it):
             # between equal estimates, prefer the smaller ones
-            key = (before + o.cost + DRIFT_COST * o.drift, best[o.first][1] + (o.group is not None))
+            key = (before + o.cost + drift_cost * o.drift, best[o.first][1] + (o.group is not None))
             if key < best[end + 1][:2]:
                 best[end + 1] = (key[0], key[1], o)
     if best[count][0] == float("inf"):
