@@ -197,7 +197,7 @@ def test_simulated_windows_hold_every_row_read():
     for _ in range(200):
         members = _chain(rng)
         tight = simulate(members)
-        loose = simulate(members, [2 * o for o in tight.occupancy])
+        loose = simulate(members, slack=2)
         assert loose.moved_bytes <= tight.moved_bytes
         for j, member in enumerate(members[:-1]):
             assert 1 <= tight.capacity[j] <= member.out_rows

@@ -29,7 +29,7 @@ from nn2c.memory.planner import plan_memory
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
 from nn2c.memory.rows import inplace_distance, simulate
 
-MAX_GROUP = 24  # operators in one group
+MAX_GROUP = 16  # operators in one group
 AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's estimated cost
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
@@ -37,6 +37,7 @@ TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
 PORTABLE_FC_COST = 5.0  # extra instructions per MAC of the portable FULLY_CONNECTED over the SIMD one
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
+NEAR_LEVELS = 12  # levels near the least RAM where the least-offset grouping is also planned
 MIN_PIXELS = 16  # output pixels per call below which a row call costs noticeably more than a layer call
 
 
@@ -90,8 +91,10 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     for sharing in (True, False):
         options = _single_options(graph, codes, aliases, inplace and sharing) + groups
         on_curve = {level for level, _ in _curve(len(nodes), options)}
-        near = min(on_curve, default=0) * 1.1  # where chains of offsets can decide the least RAM
-        levels = sorted({o.peak for o in options if o.peak <= near} | on_curve)
+        least = min(on_curve, default=0)
+        near = sorted({o.peak for o in options if least <= o.peak <= least * 1.1})  # where chains of
+        near = near[:: max(1, len(near) // NEAR_LEVELS)]  # offsets can decide the least RAM
+        levels = sorted(set(near) | on_curve)
         for level in levels:
             # the cheapest grouping at each level of the estimated curve, and at every level the one
             # with the least in-place offsets (chains of them add up in the arena, which the per-step
@@ -170,18 +173,34 @@ def _buffers(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], ste
 
 
 def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:
-    """(peak, cheapest added cost) for every peak level a grouping can reach, smallest peak first,
-    keeping only levels that are cheaper than every smaller one (the trade-off curve)."""
+    """(peak, cheapest added cost) at the peak levels where the cost changes, smallest peak first
+    (the estimated trade-off curve). The cost never rises with the level, so each point is found by
+    bisection from the one above it: a few dynamic programmes per point, not one per level."""
     levels = sorted({o.peak for o in options})
+
+    def cost(i: int) -> float:
+        picked = _cheapest(count, options, levels[i])
+        return sum(o.cost for o in picked) if picked else float("inf")
+
     curve: list[tuple[int, float]] = []
-    for level in levels:
-        picked = _cheapest(count, options, level)
-        if not picked:
-            continue
-        cost = sum(o.cost for o in picked)
-        if not curve or cost < curve[-1][1]:
-            curve.append((level, cost))
-    return curve
+    hi = len(levels) - 1
+    if hi < 0:
+        return curve
+    current = cost(hi)
+    while current != float("inf"):
+        lo = 0
+        while lo < hi:  # the smallest level reaching `current`
+            mid = (lo + hi) // 2
+            if cost(mid) <= current:
+                hi = mid
+            else:
+                lo = mid + 1
+        curve.append((levels[hi], current))
+        if hi == 0:
+            break
+        hi -= 1
+        current = cost(hi)
+    return curve[::-1]
 
 
 def _cheapest(count: int, options: list[Option], level: int, drift_cost: float = 1e-3) -> list[Option]:
@@ -276,8 +295,10 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                 continue
             sink_rows = members_ops[-1].rows
             for block in sorted({b for b in BLOCKS if b <= sink_rows} | {min(sink_rows, _block_for(members_ops))}):
+                occupancy: list[int] | None = None
                 for slack in SLACKS:
-                    group = _build(members_ops, slack, block, lifetimes, last, inplace)
+                    group = _build(members_ops, slack, block, lifetimes, last, inplace, occupancy)
+                    occupancy = group.sim.occupancy if group is not None else None
                     if group is None:
                         break
                     options.append(_option(group, first, last, lifetimes))
@@ -304,7 +325,7 @@ def _block_for(run: list[StreamOp]) -> int:
 
 
 def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, last: int,
-           inplace: bool) -> RowGroup | None:
+           inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
     made = {id(op.output): j for j, op in enumerate(run)}
     outside: list[Value] = []
     sources: dict[int, int] = dict(made)
@@ -315,8 +336,7 @@ def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, l
                 sources[id(value)] = -1 - (len(outside) - 1)
     members = [member_of(op, sources) for op in run]
     try:
-        occupancy = simulate(members, block=block).occupancy
-        sim = simulate(members, [slack * occ for occ in occupancy], block)
+        sim = simulate(members, slack, block, occupancy)
     except AssertionError:
         return None
     region, offsets = _kernel_scratch(run)

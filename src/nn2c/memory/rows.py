@@ -92,15 +92,16 @@ def iterations(members: list[Member], block: int) -> int:
     return -(-members[-1].out_rows // block)
 
 
-def simulate(members: list[Member], slack: list[int] | None = None, block: int = 1) -> Simulation:
-    """Run the group's loop: first with unbounded windows to find the occupancy of each window,
-    then with the planned capacities, checking that every read finds its rows in the window."""
+def simulate(members: list[Member], slack: int = 0, block: int = 1, occupancy: list[int] | None = None) -> Simulation:
+    """Run the group's loop: first with unbounded windows to find the occupancy of each window
+    (unless given: it depends on the block, not the slack), then with the planned capacities
+    (occupancy times 1 + slack), checking that every read finds its rows in the window."""
     readers = consumers(members)
-    occupancy = _run(members, readers, None, block).occupancy
+    if occupancy is None:
+        occupancy = _run(members, readers, None, block).occupancy
     capacity = [0] * len(members)
     for j in range(len(members) - 1):
-        extra = slack[j] if slack else 0
-        capacity[j] = min(members[j].out_rows, occupancy[j] + extra)
+        capacity[j] = min(members[j].out_rows, occupancy[j] * (1 + slack))
     result = _run(members, readers, capacity, block)
     result.capacity = capacity
     result.occupancy = occupancy
