@@ -62,9 +62,9 @@ def test_model_on_qemu(model, target, tmp_path):
     assert report.deterministic, (report.instructions, report.repeat_instructions)
     assert report.macs > 0 and report.instructions_per_mac > 0.1  # Helium: 16 MACs per VMLADAVA
 
-    # per-layer profile: one entry per operator; operators with code call a kernel, aliases cost 0;
-    # the buckets add up to the window
-    assert [layer.index for layer in report.layers] == list(range(len(compiled.graph.nodes)))
+    # per-layer profile: one entry per step (an operator or a row group); steps with code call a
+    # kernel, aliases cost 0; the buckets add up to the window
+    assert [layer.index for layer in report.layers] == list(range(len(compiled.schedule.steps)))
     for layer in report.layers:
         assert (layer.instructions > 0) == bool(layer.calls), layer
     assert sum(layer.instructions for layer in report.layers) > 0.99 * report.instructions_per_inference
@@ -132,15 +132,17 @@ def test_simd_kernels_in_place(target, tmp_path):
     """In-place outputs (memory/inplace.py) with the SIMD kernels: kws writes every depthwise output
     over its input and every 1x1 convolution's 64 bytes below its input (the MVE pointwise kernel
     copies the first row of a pixel pair for that, the DSP one expands both rows before writing),
-    and stays bit-exact with TFLM in QEMU, within 2 % of the instructions without in-place planning."""
+    and stays bit-exact with TFLM in QEMU, within 2 % of the instructions without in-place planning
+    (layer by layer: row groups have their own in-place rule, tested in test_row_groups.py)."""
     path = model_path("mlcommons_tiny/kws_ref_model.tflite")
-    compiled = compile_model(path, CompileOptions(target=target))
+    compiled = compile_model(path, CompileOptions(target=target, schedule="layer"))
     ops = {pair.step: compiled.graph.nodes[pair.step].op for pair in compiled.code.inplace}
     assert sorted(set(ops.values())) == ["CONV_2D", "DEPTHWISE_CONV_2D"], ops
     assert any(pair.distance < 128 and ops[pair.step] == "CONV_2D" for pair in compiled.code.inplace)
-    report = bench_model(path, target=target, count=2, seed=3, workdir=tmp_path / "inplace")
+    report = bench_model(path, target=target, count=2, seed=3, workdir=tmp_path / "inplace",
+                         options=CompileOptions(target=target, schedule="layer"))
     apart = bench_model(path, target=target, count=2, seed=3, workdir=tmp_path / "apart",
-                        options=CompileOptions(target=target, inplace=False))
+                        options=CompileOptions(target=target, inplace=False, schedule="layer"))
     for r in (report, apart):
         assert r.reference == "tflm" and r.passed()
         assert all(c.max_abs_diff == 0 for c in r.comparisons)

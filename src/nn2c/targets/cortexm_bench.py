@@ -14,6 +14,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from nn2c.api import CompileOptions, compile_model
 from nn2c.errors import BuildError
 from nn2c.ir import Graph, Value, numpy_dtype
 from nn2c.ir.cost import macs
+from nn2c.report.layers import steps_of
 from nn2c.targets.cortexm_build import build_image, check_target, require_tools
 from nn2c.targets.cortexm_footprint import ImageFootprint, image_footprint
 from nn2c.targets.cortexm_run import (
@@ -150,7 +152,7 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
         report = BenchReport(
             model=str(model), name=result.name, target=target, board=str(spec.qemu_board), records=count,
             seed=seed, macs=sum(macs(n) for n in graph.nodes), instructions=first.windows,
-            layers=_layer_reports(layers, graph), invoke_overhead=overhead,
+            layers=_layer_reports(layers, steps_of(result)), invoke_overhead=overhead,
             functions={k: v / max(len(first.windows), 1) for k, v in per_function.items()},
             footprint=footprint, stack_bytes=max(first.stack_bytes, default=0), reference="tflm",
             warnings=image.warnings, repeat_instructions=[r.windows for r in runs[1:]],
@@ -206,11 +208,15 @@ def _compare(report: BenchReport, graph: Graph, ours: list[list[np.ndarray]],
     report.comparisons += compare_outputs(report.reference, graph.outputs, ours, theirs, FLOAT_RTOL, FLOAT_ATOL)
 
 
-def _layer_reports(layers: list[LayerCost], graph: Graph) -> list[LayerReport]:
+def _layer_reports(layers: list[LayerCost], steps: list[Any]) -> list[LayerReport]:
+    """One report per step of invoke(): an operator, or a row group (its members' MACs)."""
     reports = []
     for layer in layers:
-        node = graph.nodes[layer.index] if layer.index < len(graph.nodes) else None
-        mac = macs(node) if node is not None and node.op == layer.op else 0
+        step = steps[layer.index] if layer.index < len(steps) else None
+        if step is not None and hasattr(step, "ops"):
+            mac = sum(macs(n) for n in step.nodes)
+        else:
+            mac = macs(step) if step is not None and step.op == layer.op else 0
         reports.append(LayerReport(layer.index, layer.op, layer.name, layer.instructions, mac, layer.calls))
     return reports
 
