@@ -45,7 +45,8 @@ def _browser():
 
 def test_report_renders_in_headless_chromium(tmp_path):
     sync_playwright, chromium = _browser()
-    out, summary = _compile_with_report(tmp_path, "--ram-budget", "65536", "--flash-budget", "65536")
+    # a RAM budget below layer-by-layer execution (10,048 B): the cheapest row groups that fit
+    out, summary = _compile_with_report(tmp_path, "--ram-budget", "9500", "--flash-budget", "65536")
     html_path = out / "report.html"
     assert html_path.is_file() and (out / "report.md").is_file()
     with sync_playwright() as p:
@@ -60,19 +61,24 @@ def test_report_renders_in_headless_chromium(tmp_path):
             assert page.inner_text("#arena-bytes") == f"{summary['arena_bytes']:,}"
             assert page.inner_text("#operator-count") == str(summary["operators"])
             assert page.inner_text("#weight-bytes") == f"{summary['weight_bytes']:,}"
-            assert "65,536 B budget" in page.inner_text("body")
+            assert "9,500 B budget" in page.inner_text("body") and "65,536 B budget" in page.inner_text("body")
             for image in ("#memory-plan", "#live-bytes"):
                 width, height = page.evaluate(
                     f"[document.querySelector('{image}').naturalWidth, document.querySelector('{image}').naturalHeight]")
                 assert width > 100 and height > 100, image
             rows = page.eval_on_selector_all("#layers tbody tr", "rows => rows.length")
-            assert rows == summary["operators"]
+            assert rows == summary["steps"]  # one row per step: an operator, or a row group
+            groups = page.eval_on_selector_all("#row-groups tbody tr", "rows => rows.length")
+            assert groups == len(summary["schedule"]["row_groups"]) > 0
+            width = page.evaluate("document.querySelector('#schedule-tradeoff').naturalWidth")
+            assert width > 100
             assert page.eval_on_selector_all("#layers tbody tr.peak", "rows => rows.length") == 1
-            # sorting by MACs puts the biggest layer first
+            # sorting by MACs puts the biggest step first: a row group of a depthwise (72,000 MACs) and a
+            # 1x1 convolution (512,000)
             page.click("#layers th:nth-child(5)")
             page.click("#layers th:nth-child(5)")
             first = page.inner_text("#layers tbody tr:first-child td:nth-child(5)")
-            assert first == "512,000"
+            assert first == "584,000"
             assert failed == []  # self-contained: nothing fetched
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "report_kws.png"), full_page=True)
@@ -85,19 +91,24 @@ def test_report_renders_in_headless_chromium(tmp_path):
 def test_report_is_deterministic_and_self_contained(tmp_path):
     a, _ = _compile_with_report(tmp_path / "a")
     b, _ = _compile_with_report(tmp_path / "b")
-    for file_name in ("report.html", "report.md", "memory_plan.png", "live_bytes.png"):
+    for file_name in ("report.html", "report.md", "memory_plan.png", "live_bytes.png", "schedule_tradeoff.png"):
         assert (a / file_name).read_bytes() == (b / file_name).read_bytes(), file_name
     html = (a / "report.html").read_text(encoding="ascii")
     assert str(tmp_path) not in html and "http://" not in html and "https://" not in html
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/png;base64,") == 3  # memory plan, live bytes, schedule trade-off
 
 
 def test_layer_table_matches_the_compiled_model():
     result = compile_model(KWS)
     layers = layer_table(result)
-    assert [layer.op for layer in layers] == [n.op for n in result.graph.nodes]
+    steps = result.schedule.steps
+    assert any(step.op == "ROW_GROUP" for step in steps)  # kws runs its dw/pw pairs by rows
+    assert [layer.op for layer in layers] == [step.op for step in steps]
     assert sum(layer.macs for layer in layers) == sum(macs(n) for n in result.graph.nodes)
-    assert sum(layer.inplace for layer in layers) == len(result.code.inplace) == 8
+    assert sum(layer.inplace for layer in layers) == len(result.code.inplace) > 0
+    layer = layer_table(compile_model(KWS, CompileOptions(schedule="layer")))
+    assert [x.op for x in layer] == [n.op for n in result.graph.nodes]
+    assert sum(x.inplace for x in layer) == 8
     assert [layer.op for layer in layers if layer.aliased] == ["RESHAPE"]
     for layer in layers:
         assert layer.offset is not None and layer.offset + layer.size <= result.arena_bytes

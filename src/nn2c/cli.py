@@ -221,7 +221,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     plan = result.code.plan
     summary: dict[str, Any] = {
         "model": str(model), "name": result.name, "output": str(out_dir), "target": target,
-        "operators": len(result.graph.nodes), "arena_bytes": plan.arena_bytes,
+        "operators": len(result.graph.nodes), "steps": len(result.schedule.steps) if result.schedule else 0,
+        "arena_bytes": plan.arena_bytes,
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
         "ram_bytes": result.ram_bytes, "weight_bytes": result.code.weight_bytes, "planner": plan.planner,
         "inplace_operators": len(result.code.inplace), "files": sorted(result.files),

@@ -111,7 +111,8 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
                                     base_cost, (layer_ram, 0.0, layer_steps), time_limit)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
-    return Choice(steps, ram, layer_ram, cost, base_cost, curve, policy, considered)
+    chosen_by = policy if ram_budget is None else "ram-budget"  # a budget overrides the policy
+    return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered)
 
 
 def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool,
