@@ -27,9 +27,10 @@ def plot_plan(requests: list[BufferRequest], plan: MemoryPlan, pairs: list[InPla
     row groups (step -> label) shaded, their windows are the grey scratch rectangles."""
     inplace_outputs = {p.output for p in pairs}
     fig, ax = plt.subplots(figsize=(10, 5), dpi=110)
-    for step, label in sorted((groups or {}).items()):
-        ax.axvspan(step - 0.5, step + 0.5, color="#2ca02c", alpha=0.12, linewidth=0)
-        ax.text(step, max(plan.arena_bytes, 1) * 1.01, label, fontsize=7, ha="center", va="bottom", rotation=90)
+    for k, step in enumerate(sorted(groups or {})):
+        # one legend entry; which operators each group runs is in the report's Schedule table
+        ax.axvspan(step - 0.5, step + 0.5, color="#2ca02c", alpha=0.15, linewidth=0,
+                   label="row group (windows in grey)" if k == 0 else None)
     cmap = plt.get_cmap("tab20")
     for k, r in enumerate(sorted(requests, key=lambda r: (r.first, r.name))):
         if not r.size:
@@ -46,6 +47,8 @@ def plot_plan(requests: list[BufferRequest], plan: MemoryPlan, pairs: list[InPla
     ax.set_xlabel("operator step")
     ax.set_ylabel("arena offset (bytes)")
     ax.set_title(f"{title}: arena {plan.arena_bytes:,} B ({plan.planner}); red edge = written in place")
+    if groups:
+        ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -80,7 +83,7 @@ def plot_tradeoff(points: list[tuple[int, float]], chosen: tuple[int, float], la
     ax.plot([100 * chosen[1]], [chosen[0]], "*", markersize=14, color="#d62728", label=f"chosen {chosen[0]:,} B")
     ax.set_xlabel("estimated extra cost (% of the model's instructions)")
     ax.set_ylabel("arena bytes")
-    ax.set_title(f"{title}: RAM against cost of the row-group schedules")
+    ax.set_title(f"{title}: RAM against estimated cost", fontsize=10)
     ax.legend(loc="upper right")
     fig.tight_layout()
     fig.savefig(path)
