@@ -201,3 +201,16 @@ def test_simulated_windows_hold_every_row_read():
         assert loose.moved_bytes <= tight.moved_bytes
         for j, member in enumerate(members[:-1]):
             assert 1 <= tight.capacity[j] <= member.out_rows
+
+
+def test_a_slower_kernel_in_a_group_is_reported():
+    """micro_speech's FULLY_CONNECTED accumulates rows with the portable kernel: on a SIMD target the
+    summary says so (the fallback is never silent); on the host it is the kernel it always runs."""
+    from nn2c.report.layers import schedule_dict
+
+    path = model_path("tflite_micro/micro_speech_quantized.tflite")
+    for target, slower in (("cortex-m4", True), ("host", False)):
+        result = compile_model(path, CompileOptions(schedule="min-ram", target=target))
+        groups = schedule_dict(result)["row_groups"]
+        assert groups and groups[-1]["types"][-1] == "FULLY_CONNECTED"
+        assert bool(groups[-1]["slower_kernels"]) == slower, groups

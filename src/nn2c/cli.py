@@ -261,6 +261,9 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         _say(f"  row groups ({fusion['policy']}): {len(fusion['row_groups'])} ({spans}); arena "
              f"{fusion['layer_by_layer_arena_bytes']:,} B layer by layer, estimated cost "
              f"+{100 * fusion['added_cost_fraction']:.1f}%")
+        for group in fusion["row_groups"]:
+            for slower in group["slower_kernels"]:
+                _say(f"  row group runs {slower} (slower; --schedule layer keeps the SIMD kernel)")
     worst = getattr(result.quant, "output_sqnr_db", None)
     if worst is not None:
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")

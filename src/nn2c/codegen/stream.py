@@ -201,6 +201,12 @@ class RowGroup:
         return self.sim.window_bytes(self.members)[:-1]
 
     @property
+    def slower_paths(self) -> list[str]:
+        """Members that run a slower kernel than they would layer by layer (said in the summary)."""
+        return [f"{op.node.where()}: the portable row-accumulating kernel instead of {op.function}"
+                for op in self.ops if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8"]
+
+    @property
     def sums_bytes(self) -> int:
         """The int32 sums of an accumulating sink, live through the whole loop."""
         sink = self.ops[-1]

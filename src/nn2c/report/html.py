@@ -279,10 +279,12 @@ def _fmt(value: Any) -> str:
 
 def _schedule_rows(data: ReportData) -> list[list[Any]]:
     return [[g["step"], f"{g['ops'][0]}-{g['ops'][-1]}", " > ".join(g["types"]), g["rows_per_iteration"],
-             sum(g["window_bytes"]), g["moved_bytes"]] for g in data.schedule.get("row_groups", [])]
+             sum(g["window_bytes"]), g["moved_bytes"], "; ".join(g["slower_kernels"]) or "-"]
+            for g in data.schedule.get("row_groups", [])]
 
 
-_SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "window bytes", "bytes moved"]
+_SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "window bytes", "bytes moved",
+                     "slower kernels"]
 
 
 def _schedule_summary(data: ReportData) -> str:

@@ -182,6 +182,7 @@ def schedule_dict(result: CompileResult) -> dict[str, Any]:
     groups = [{
         "step": steps.index(g), "ops": [position[id(n)] for n in g.nodes], "types": [n.op for n in g.nodes],
         "rows_per_iteration": g.sim.block, "window_bytes": g.window_bytes, "moved_bytes": g.sim.moved_bytes,
+        "slower_kernels": g.slower_paths,
     } for g in fusion.groups]
     return {
         "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_peak,
