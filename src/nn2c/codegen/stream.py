@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
-from nn2c.memory.rows import Member, RowMap, Simulation, lowest_needed
+from nn2c.memory.rows import Member, RowMap, Simulation, consumers
 
 # kernel -> how its rows are set: "conv" (.g geometry), "pool" (input_h / output_h / pad_h),
 # "bcast" (a same-shape element-wise op: .bc.dims[0] elements), "count" (.count elements)
@@ -224,11 +224,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     ops, members, sim = group.ops, group.members, group.sim
     n = len(ops)
     windows = len(group.window_bytes)
-    readers: list[list[tuple[int, RowMap]]] = [[] for _ in ops]
-    for c, member in enumerate(members):
-        for source, row_map in member.reads:
-            if source >= 0:
-                readers[source].append((c, row_map))
+    readers = consumers(members)
     lines = [f"{{ /* {group.name}; {group.sim.block} row(s) of the last per iteration */"]
     body: list[str] = []
     sink = ops[-1]
@@ -350,4 +346,4 @@ def member_of(op: StreamOp, sources: dict[int, int]) -> Member:
     return Member(op.rows, row_bytes, reads, elementwise=op.kind in ("bcast", "count"))
 
 
-__all__ = ["ROW_KERNELS", "RowGroup", "StreamOp", "group_code", "lowest_needed", "member_of", "stream_op"]
+__all__ = ["ROW_KERNELS", "RowGroup", "StreamOp", "group_code", "member_of", "stream_op"]

@@ -58,8 +58,8 @@ class Choice:
     """The fusion stage's result: the steps in execution order and the trade-off it chose from."""
 
     steps: list[Node | RowGroup]
-    estimated_peak: int
-    layer_peak: int  # the same estimate without groups
+    arena_bytes: int  # of these steps, as the exact planner placed them while choosing
+    layer_arena_bytes: int  # the same, layer by layer
     added_cost: float
     base_cost: float
     curve: list[tuple[int, float]]  # (arena, added cost) of the groupings planned, the trade-off curve

@@ -185,7 +185,7 @@ def schedule_dict(result: CompileResult) -> dict[str, Any]:
         "slower_kernels": g.slower_paths,
     } for g in fusion.groups]
     return {
-        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_peak,
+        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_arena_bytes,
         "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
         "recomputed_macs": 0,  # a row group computes every row once
         "tradeoff": [{"arena_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}

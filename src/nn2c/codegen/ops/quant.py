@@ -49,13 +49,7 @@ def quantize_linear(node: Node, ctx: EmitContext) -> None:
     if x.type.dtype != "float32" or out.type.dtype not in _SUFFIX:
         raise ctx.unsupported(f"quantizing {x.type.dtype} to {out.type.dtype} (float32 to int8, uint8, int16 "
                               "or int32 is supported)")
-    fields = _layout_fields(node, ctx, x, scale, zero_point, out)
-    if out.type.num_elements == 0:
-        return
-    ctx.use_kernel("quant")
-    ctx.call(f"nn2c_quant_quantize_f32_{_SUFFIX[out.type.dtype]}",
-             ctx.params_struct("nn2c_quant_layout_t", fields), ctx.ptr(x), ctx.ptr(scale),
-             ctx.ptr(zero_point), ctx.ptr(out))
+    _emit_linear(node, ctx, f"nn2c_quant_quantize_f32_{_SUFFIX[out.type.dtype]}", (x, scale, zero_point, out), out)
 
 
 @lowering("DEQUANTIZE_LINEAR")
@@ -64,12 +58,18 @@ def dequantize_linear(node: Node, ctx: EmitContext) -> None:
     if x.type.dtype not in _SUFFIX or out.type.dtype != "float32":
         raise ctx.unsupported(f"dequantizing {x.type.dtype} to {out.type.dtype} (int8, uint8, int16 or int32 "
                               "to float32 is supported)")
-    fields = _layout_fields(node, ctx, x, scale, zero_point, x)
+    _emit_linear(node, ctx, f"nn2c_quant_dequantize_{_SUFFIX[x.type.dtype]}_f32", (x, scale, zero_point, out), x)
+
+
+def _emit_linear(node: Node, ctx: EmitContext, function: str,
+                 operands: tuple[Value, Value, Value | None, Value], quantized: Value) -> None:
+    """One QuantizeLinear / DequantizeLinear call; the zero point has the quantized tensor's type."""
+    x, scale, zero_point, out = operands
+    fields = _layout_fields(node, ctx, x, scale, zero_point, quantized)
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("quant")
-    ctx.call(f"nn2c_quant_dequantize_{_SUFFIX[x.type.dtype]}_f32",
-             ctx.params_struct("nn2c_quant_layout_t", fields), ctx.ptr(x), ctx.ptr(scale),
+    ctx.call(function, ctx.params_struct("nn2c_quant_layout_t", fields), ctx.ptr(x), ctx.ptr(scale),
              ctx.ptr(zero_point), ctx.ptr(out))
 
 
