@@ -1,13 +1,17 @@
-"""Cortex-M benchmark: nn2c's generated C on emulated Cortex-M4F and Cortex-M55, against TFLM.
+"""Cortex-M benchmark: nn2c's generated C on emulated Cortex-M4F, Cortex-M55 and Cortex-M7, against TFLM.
 
 For every model x core: compile with nn2c, cross-build with arm-none-eabi-gcc -O2, run seeded
 inputs in qemu-system-arm, check the outputs against TFLM (bit-exact for integer outputs), and
-count instructions per inference with the project's QEMU plugin (nn2c.targets.cortexm_bench).
+count instructions, loads and stores per inference with the project's QEMU plugin
+(nn2c.targets.cortexm_bench; each LDM/LDRD element counted, as the TFLM baseline was). The cycle
+proxy is instructions + memory accesses on Cortex-M4 (a load or store costs at least one more
+cycle there); M55 memory accesses are not compared (QEMU's Helium helpers access memory per
+element); M7 is reported without a TFLM baseline (and QEMU does not model its dual issue).
 TFLM + CMSIS-NN figures are copied from shared/docs/baseline-cortexm.md (tflite-micro 90b983c,
 CMSIS-NN 4ab83cc, arm-none-eabi-gcc 12.2 -O2, QEMU 7.2, counted the same way between two marker
 functions around one Invoke()). Writes the `cortexm` section of docs/BENCHMARKS.md.
 
-    python bench/cortexm.py [--models ad01_int8 kws_ref_model ...] [--targets cortex-m4 cortex-m55]
+    python bench/cortexm.py [--models ad01_int8 kws_ref_model ...] [--targets cortex-m4 cortex-m55 cortex-m7]
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ MODELS = [
     "mlcommons_tiny/str_ww_ref_model", "tflite_micro/hello_world_int8", "tflite_micro/hello_world_float",
     "tflite_micro/keyword_scrambled_8bit", "tflite_micro/trained_lstm_int8", "tinyengine/ptq_mnist_lenet-300-100",
 ]
-TARGETS = ["cortex-m4", "cortex-m55"]
+TARGETS = ["cortex-m4", "cortex-m55", "cortex-m7"]
 
 # TFLM + CMSIS-NN instructions per inference (M4, M55), TFLM reference kernels on M4, and TFLM +
 # CMSIS-NN code bytes (M4, without model data), from shared/docs/baseline-cortexm.md.
@@ -51,6 +55,18 @@ TFLM_CMSIS = {
     "tflite_micro/micro_speech_quantized": (1_495_321, 1_008_155, 9_314_561, 46_930),
     "tinyengine/vww": (48_625_983, 11_959_599, 189_310_018, 60_525),
     "tinyengine/mcunetv2_large": (862_751_973, 315_833_729, 2_868_196_025, 65_201),
+}
+# TFLM + CMSIS-NN loads + stores per inference on Cortex-M4 (each LDM/LDRD element counted), from the
+# memory-access table of shared/docs/baseline-cortexm.md
+TFLM_CMSIS_MEMORY = {
+    "mlcommons_tiny/kws_ref_model": 1_913_139,
+    "mlcommons_tiny/vww_96_int8": 6_110_133,
+    "mlcommons_tiny/pretrainedResnet_quant": 9_208_339,
+    "mlcommons_tiny/ad01_int8": 135_735,
+    "tflite_micro/person_detect": 5_815_453,
+    "tflite_micro/micro_speech_quantized": 534_238,
+    "tinyengine/vww": 13_084_522,
+    "tinyengine/mcunetv2_large": 239_824_757,
 }
 # the models of the acceptance criterion (issue 6): geometric means of the ratios are over these
 ACCEPTANCE = ["mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlcommons_tiny/pretrainedResnet_quant",
@@ -111,6 +127,7 @@ def measure(model: str, targets: list[str], inputs: int) -> dict:
             break
         row["runs"][target] = report
         print(f"  {target}: {report.instructions_per_inference:,} instructions, "
+              f"{report.memory_accesses_per_inference:,} loads+stores, "
               f"{report.reference} {'bit-exact' if all(c.max_abs_diff == 0 for c in report.comparisons) else 'ok'}",
               flush=True)
     row["seconds"] = time.time() - started
@@ -129,11 +146,11 @@ def _geomean(values: list[float]) -> float | None:
 
 def render(rows: list[dict], targets: list[str], inputs: int) -> str:
     lines = [
-        "## Cortex-M (emulated): instructions per inference and footprint",
+        "## Cortex-M (emulated): instructions, memory accesses per inference and footprint",
         "",
         "Written by `bench/cortexm.py`: each model compiled with `--target cortex-m4` (Arm DSP kernels: SMLAD) "
         "and `--target cortex-m55` (Helium MVE kernels: VMLADAVA), kernels/nn2c_simd.c; arm-none-eabi-gcc 12 -O2, "
-        f"run in qemu-system-arm 7.2 (Cortex-M4F = mps2-an386, Cortex-M55 = mps3-an547) on {inputs} seeded "
+        f"run in qemu-system-arm 7.2 (Cortex-M4F = mps2-an386, Cortex-M55 = mps3-an547, Cortex-M7 = mps2-an500) on {inputs} seeded "
         "inputs, outputs checked against TFLM (bit-exact for integer outputs). Instructions are counted by the "
         "project's QEMU plugin from the first instruction of `bench_begin()` to the first of `bench_end()` around "
         "one `NAME_invoke()` (mean over the inputs). Instruction counts, not cycles.",
@@ -189,9 +206,82 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
                   "memory map (Cortex-M4: the board's 4 MiB of code memory and of RAM; Cortex-M55: weights and "
                   "inputs in DDR at 0x60000000, RAM in the 4 MiB SRAM at 0x21000000; bench/cortexm.py "
                   f"`_large_memory_map`): {', '.join(large)}."]
+    lines += _memory_table(rows)
+    if "cortex-m7" in targets:
+        lines += _m7_table(rows)
     if skipped:
         lines += ["", "Not measured:", *skipped]
     return "\n".join(lines)
+
+
+def _memory_table(rows: list[dict]) -> list[str]:
+    """Cortex-M4 loads + stores and the cycle proxy against TFLM + CMSIS-NN, and where the layers stand."""
+    lines = [
+        "",
+        "### Cortex-M4 memory traffic, cycle proxy and lower bound",
+        "",
+        "Loads and stores per inference on Cortex-M4, counted by the same plugin in the same window (each element of "
+        "LDM/STM/LDRD/STRD/PUSH/POP counted, as shared/docs/baseline-cortexm.md counted TFLM + CMSIS-NN). Cycle proxy = "
+        "instructions + loads + stores (on a real M4 a load or store costs at least one more cycle than its issue); "
+        "proxy ratio = nn2c's proxy / TFLM + CMSIS-NN's. Bound = the sum over layers of nn2c.targets.bounds' lower "
+        "bound (MACs / 2 for SMLAD + one load per 8 bytes read + one store per 8 bytes written + 2 instructions of "
+        "requantisation per output; docs/user-guide.md, `nn2c bench`); x bound = measured / bound. Cortex-M55 "
+        "accesses are not compared: QEMU's Helium helpers access memory per element (a 16-byte VLDRB counts 16 loads).",
+        "",
+        "| model | M4 loads | M4 stores | M4 loads+stores | TFLM+CMSIS-NN M4 loads+stores | ratio | "
+        "M4 instr + loads+stores | TFLM+CMSIS-NN instr + loads+stores | proxy ratio | M4 bound/MAC | x bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    memory_ratios, proxy_ratios = [], []
+    for row in rows:
+        r4 = row["runs"].get("cortex-m4")
+        if r4 is None:
+            continue
+        memory = r4.memory_accesses_per_inference
+        base_memory = TFLM_CMSIS_MEMORY.get(row["model"])
+        base_instructions = TFLM_CMSIS.get(row["model"], (None,))[0]
+        proxy = r4.instructions_per_inference + memory
+        base_proxy = base_instructions + base_memory if base_memory and base_instructions else None
+        q_memory = memory / base_memory if base_memory else None
+        q_proxy = proxy / base_proxy if base_proxy else None
+        if row["model"] in ACCEPTANCE and q_memory is not None and q_proxy is not None:
+            memory_ratios.append(q_memory)
+            proxy_ratios.append(q_proxy)
+        bound = r4.bound_instructions
+        lines.append(" | ".join([
+            f"| {row['model']}", _n(r4.loads_per_inference), _n(r4.stores_per_inference), _n(memory),
+            _n(base_memory), _n(q_memory, 2), _n(proxy), _n(base_proxy), _n(q_proxy, 2),
+            _n(bound / r4.macs if r4.macs else None, 2),
+            _n(r4.instructions_per_inference / bound if bound else None, 2) + " |",
+        ]))
+    lines += ["", f"Geometric mean over the measured acceptance models ({len(memory_ratios)}): loads+stores ratio "
+              f"{_n(_geomean(memory_ratios), 2)}, cycle-proxy ratio {_n(_geomean(proxy_ratios), 2)}."]
+    return lines
+
+
+def _m7_table(rows: list[dict]) -> list[str]:
+    lines = [
+        "",
+        "### Cortex-M7",
+        "",
+        "`--target cortex-m7` (Arm DSP kernels, -mcpu=cortex-m7 -mfpu=fpv5-d16) in QEMU mps2-an500, outputs checked "
+        "against TFLM like the others. QEMU does not model the M7's dual issue (nor its caches or branch "
+        "prediction): these are instruction counts, and on a real M7 many instruction pairs issue in one cycle. No "
+        "TFLM + CMSIS-NN figures for M7 in shared/docs/baseline-cortexm.md, so no ratio.",
+        "",
+        "| model | M7 instructions | M7 instr/MAC | M7 loads+stores | M7 / M4 instructions |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        r7, r4 = row["runs"].get("cortex-m7"), row["runs"].get("cortex-m4")
+        if r7 is None:
+            continue
+        i7 = r7.instructions_per_inference
+        lines.append(" | ".join([
+            f"| {row['model']}", _n(i7), _n(r7.instructions_per_mac, 2), _n(r7.memory_accesses_per_inference),
+            _n(i7 / r4.instructions_per_inference if r4 else None, 2) + " |",
+        ]))
+    return lines
 
 
 def main() -> None:

@@ -72,6 +72,27 @@ def test_model_on_qemu(model, target, tmp_path):
     # exactly 2 more per window (bench_begin's return, main's call), up to rounding of the mean
     assert 1.5 <= report.instructions_per_inference - profiled <= 2.5
 
+    # loads and stores: counted, and the layers' buckets add up to the window up to invoke's own
+    # prologue / epilogue (register saves and restores, argument and address loads)
+    assert len(report.loads) == len(report.stores) == 3 and min(report.loads) > 0 and min(report.stores) > 0
+    assert report.loads_per_inference > report.stores_per_inference  # kernels read more than they write
+    assert report.memory_overhead >= 0
+    if target != "cortex-m55":  # Helium helpers access memory per element: a VLDRB.8 counts 16
+        assert report.memory_accesses_per_inference < report.instructions_per_inference
+        # outside the layers: invoke's own code (a state reset on the first call), one access per
+        # instruction at most, plus its prologue / epilogue
+        assert report.memory_overhead <= report.invoke_overhead + 16, (report.memory_overhead, report.invoke_overhead)
+    for layer in report.layers:
+        assert (layer.memory_accesses > 0) == (layer.instructions > 0), layer
+    # the lower bound: every layer that runs code has one, below what it measured
+    for layer in report.layers:
+        assert (layer.bound is not None) == (layer.instructions > 0), layer
+        if layer.bound is not None:
+            assert 0 < layer.bound.instructions < layer.instructions, (layer.op, layer.bound, layer.instructions)
+            assert layer.bound_ratio is not None and layer.bound_ratio > 1
+            if layer.macs:
+                assert layer.bound.mac_part > 0
+
     fp = report.footprint
     parts = fp.flash_code + fp.flash_weights + fp.flash_libraries + fp.flash_harness + fp.flash_padding
     assert fp.flash_total == parts
@@ -163,6 +184,16 @@ def test_cli_bench_json():
     assert payload["instructions_per_inference"] > 0 and len(payload["instructions"]) == 2
     assert payload["footprint"]["flash_weights"] > 0 and payload["footprint"]["stack_high_water"] > 0
     assert {layer["op"] for layer in payload["layers"]} == {"FULLY_CONNECTED"}
+    assert payload["loads_per_inference"] > 0 and payload["stores_per_inference"] > 0
+    assert payload["memory_accesses_per_inference"] == payload["loads_per_inference"] + payload["stores_per_inference"]
+    assert len(payload["loads"]) == len(payload["stores"]) == 2
+    assert "per element" in payload["memory_note"]  # Helium: not comparable with M4
+    assert 0 < payload["bound_instructions"] < payload["instructions_per_inference"]
+    for layer in payload["layers"]:
+        assert layer["loads"] > 0 and layer["stores"] > 0
+        assert layer["memory_accesses"] == layer["loads"] + layer["stores"]
+        assert layer["bound"]["instructions"] > 0 and layer["bound_ratio"] > 1
+        assert layer["bound_per_mac"] < layer["instructions_per_mac"]
 
 
 # --- the harness on hand-written model folders ----------------------------------------------
@@ -231,6 +262,36 @@ def test_plugin_counts_exactly(target, tmp_path):
     assert large[1][0].instructions - small[1][0].instructions == 100
     assert large[1][1].instructions - small[1][1].instructions == 300
     assert large[2] == small[2] > 0
+
+
+# a hand-written block with known memory traffic: LDM of 4 registers (4 loads), LDRD (2), STRD (2
+# stores), STM of 3 registers (3), PUSH / POP of 2 registers (2 stores, 2 loads); 9 instructions
+MEMORY_BLOCK = ('__asm__ volatile("sub sp, sp, #32\\n\\tmov r12, sp\\n\\tldm r12, {r0-r3}\\n\\t'
+                'ldrd r0, r1, [r12, #8]\\n\\tstrd r0, r1, [r12, #16]\\n\\tstm r12, {r0-r2}\\n\\t'
+                'push {r4, r5}\\n\\tpop {r4, r5}\\n\\tadd sp, sp, #32" ::: "r0", "r1", "r2", "r3", "r12", "memory");')
+
+
+def test_plugin_counts_each_memory_element(tmp_path):
+    """Loads and stores count every element of LDM/STM/LDRD/STRD/PUSH/POP (how the TFLM baseline
+    was counted), in the window and in the bucket of the layer whose code made them."""
+    runs = {}
+    for key, body in (("plain", ""), ("block", MEMORY_BLOCK)):
+        folder = _fake_model(tmp_path / key, 10, 10, body)
+        image = build_image(folder, "fake", [bytes(4), bytes(4)], "cortex-m4", tmp_path / f"b{key}")
+        run = run_image(image)
+        runs[key] = (run, layer_profile(image, folder, run)[0])
+    (plain, plain_layers), (block, block_layers) = runs["plain"], runs["block"]
+    assert [w - v for w, v in zip(block.windows, plain.windows, strict=True)] == [9, 9]
+    assert [w - v for w, v in zip(block.loads, plain.loads, strict=True)] == [4 + 2 + 2, 4 + 2 + 2]
+    assert [w - v for w, v in zip(block.stores, plain.stores, strict=True)] == [2 + 3 + 2, 2 + 3 + 2]
+    # the block sits in layer [1]'s lines; layer [0] (one LDRB and one STRB in its kernel) is unchanged
+    assert (block_layers[0].loads, block_layers[0].stores) == (plain_layers[0].loads, plain_layers[0].stores)
+    assert plain_layers[0].stores == 1 and plain_layers[0].loads >= 1
+    assert block_layers[1].loads - plain_layers[1].loads == 8
+    assert block_layers[1].stores - plain_layers[1].stores == 7
+    for run, layers in runs.values():  # the rest of the window: invoke's prologue and epilogue only
+        assert 0 < sum(run.loads) / 2 - sum(x.loads for x in layers) <= 4
+        assert 0 < sum(run.stores) / 2 - sum(x.stores for x in layers) <= 4
 
 
 @pytest.mark.parametrize(("body", "fault", "status"), [

@@ -442,10 +442,13 @@ def verify(model, count, seed, json_path) -> None:
 @_output_options
 @_one_line_errors
 def bench(model, target, count, seed, top, as_json, report_dir) -> None:
-    """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions.
+    """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions and memory accesses.
 
-    Checks the outputs against TFLM bit for bit and reports instructions per inference and per
-    MAC, a per-layer profile, flash (code, weights), RAM and the measured stack high-water mark.
+    Checks the outputs against TFLM bit for bit and reports instructions, loads and stores per
+    inference, instructions per MAC, a per-layer profile (instructions, loads, stores, and
+    measured / lower bound for the core: nn2c.targets.bounds), flash (code, weights), RAM and the
+    measured stack high-water mark. Cortex-M55 loads and stores count per element (QEMU's Helium
+    helpers) and do not compare with M4's; QEMU does not model the M7's dual issue.
     Needs arm-none-eabi-gcc (gcc-arm-none-eabi, libnewlib-arm-none-eabi) and qemu-system-arm.
     """
     from nn2c.errors import VerificationError

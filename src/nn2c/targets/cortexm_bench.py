@@ -4,9 +4,14 @@ Steps: compile (nn2c.api) -> seeded input records (nn2c.verify.inputs) -> bare-m
 the records in flash (cortexm_build) -> QEMU + instruction-counting plugin (cortexm_run) ->
 compare the outputs with TFLM bit for bit (1e-5 relative for float outputs; when TFLM refuses
 the model or is not installed, with nn2c's own host build, and the report says which) ->
-instructions per inference, instructions per MAC (MACs = sum of nn2c.ir.cost.macs over the
-graph), per-layer profile, flash and RAM from the map file (cortexm_footprint) and the measured
-stack high-water mark.
+instructions, loads and stores per inference, instructions per MAC (MACs = sum of
+nn2c.ir.cost.macs over the graph), per-layer profile (instructions, loads, stores, and the
+measured / lower-bound ratio of nn2c.targets.bounds), flash and RAM from the map file
+(cortexm_footprint) and the measured stack high-water mark.
+
+Loads and stores count every element of LDM/STM/LDRD/STRD/PUSH/POP (one per 32-bit access, the way
+shared/docs/baseline-cortexm.md counted TFLM's). On Cortex-M55 QEMU's Helium helpers access memory
+per element (a 16-byte VLDRB counts 16): M55 memory figures are not comparable with M4's.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from nn2c.errors import BuildError
 from nn2c.ir import Graph, Value, numpy_dtype
 from nn2c.ir.cost import macs
 from nn2c.report.layers import steps_of
+from nn2c.targets.bounds import LayerBound, step_bound
 from nn2c.targets.cortexm_build import build_image, check_target, require_tools
 from nn2c.targets.cortexm_footprint import ImageFootprint, image_footprint
 from nn2c.targets.cortexm_run import (
@@ -37,6 +43,8 @@ from nn2c.verify.compare import OutputComparison, compare_outputs
 from nn2c.verify.inputs import random_records
 
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
+MEMORY_NOTE = ("QEMU's Helium (MVE) helpers access memory per element (a 16-byte VLDRB counts 16 loads): "
+               "these loads and stores are not comparable with Cortex-M4 figures")
 
 
 @dataclass
@@ -47,10 +55,28 @@ class LayerReport:
     instructions: float  # per inference
     macs: int
     calls: list[str]
+    loads: float = 0.0  # memory reads per inference
+    stores: float = 0.0  # memory writes per inference
+    bound: LayerBound | None = None  # lower bound on the instructions (nn2c.targets.bounds); None: no code
 
     @property
     def instructions_per_mac(self) -> float | None:
         return self.instructions / self.macs if self.macs else None
+
+    @property
+    def memory_accesses(self) -> float:
+        return self.loads + self.stores
+
+    @property
+    def bound_per_mac(self) -> float | None:
+        return self.bound.instructions / self.macs if self.bound is not None and self.macs else None
+
+    @property
+    def bound_ratio(self) -> float | None:
+        """Measured / lower-bound instructions (>= 1; None for a layer without code)."""
+        if self.bound is None or self.bound.instructions <= 0:
+            return None
+        return self.instructions / self.bound.instructions
 
 
 @dataclass
@@ -74,10 +100,35 @@ class BenchReport:
     missing: list[str] = field(default_factory=list)  # references not installed ("tflm")
     warnings: list[str] = field(default_factory=list)
     repeat_instructions: list[list[int]] = field(default_factory=list)  # further runs, for determinism
+    loads: list[int] = field(default_factory=list)  # memory reads per inference, in record order
+    stores: list[int] = field(default_factory=list)  # memory writes per inference
 
     @property
     def instructions_per_inference(self) -> int:
         return round(sum(self.instructions) / len(self.instructions)) if self.instructions else 0
+
+    @property
+    def loads_per_inference(self) -> int:
+        return round(sum(self.loads) / len(self.loads)) if self.loads else 0
+
+    @property
+    def stores_per_inference(self) -> int:
+        return round(sum(self.stores) / len(self.stores)) if self.stores else 0
+
+    @property
+    def memory_accesses_per_inference(self) -> int:
+        """Loads + stores per inference (each LDM/LDRD element counted)."""
+        return self.loads_per_inference + self.stores_per_inference
+
+    @property
+    def memory_overhead(self) -> float:
+        """Loads + stores per inference outside every layer (invoke's prologue and epilogue)."""
+        return self.memory_accesses_per_inference - sum(x.memory_accesses for x in self.layers)
+
+    @property
+    def bound_instructions(self) -> float:
+        """The sum of the layers' lower bounds (nn2c.targets.bounds)."""
+        return sum(x.bound.instructions for x in self.layers if x.bound is not None)
 
     @property
     def instructions_per_mac(self) -> float | None:
@@ -112,11 +163,21 @@ class BenchReport:
             "instructions_per_inference": self.instructions_per_inference,
             "instructions": self.instructions,
             "instructions_per_mac": self.instructions_per_mac,
+            "loads_per_inference": self.loads_per_inference,
+            "stores_per_inference": self.stores_per_inference,
+            "memory_accesses_per_inference": self.memory_accesses_per_inference,
+            "loads": self.loads, "stores": self.stores,
+            "memory_note": MEMORY_NOTE if self.board == "mps3-an547" else None,
+            "bound_instructions": self.bound_instructions,
             "deterministic": self.deterministic,
             "invoke_overhead": self.invoke_overhead,
+            "memory_overhead": self.memory_overhead,
             "layers": [{
                 "index": x.index, "op": x.op, "name": x.name, "instructions": x.instructions, "macs": x.macs,
                 "instructions_per_mac": x.instructions_per_mac, "calls": x.calls,
+                "loads": x.loads, "stores": x.stores, "memory_accesses": x.memory_accesses,
+                "bound": x.bound.as_dict() if x.bound is not None else None,
+                "bound_per_mac": x.bound_per_mac, "bound_ratio": x.bound_ratio,
             } for x in layers],
             "functions": dict(sorted(self.functions.items(), key=lambda kv: -kv[1])),
             "footprint": {**self.footprint.as_dict(), "stack_high_water": self.stack_bytes},
@@ -152,10 +213,11 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
         report = BenchReport(
             model=str(model), name=result.name, target=target, board=str(spec.qemu_board), records=count,
             seed=seed, macs=sum(macs(n) for n in graph.nodes), instructions=first.windows,
-            layers=_layer_reports(layers, steps_of(result)), invoke_overhead=overhead,
+            layers=_layer_reports(layers, steps_of(result), target), invoke_overhead=overhead,
             functions={k: v / max(len(first.windows), 1) for k, v in per_function.items()},
             footprint=footprint, stack_bytes=max(first.stack_bytes, default=0), reference="tflm",
             warnings=image.warnings, repeat_instructions=[r.windows for r in runs[1:]],
+            loads=first.loads, stores=first.stores,
         )
         if len(first.windows) != count:
             raise BuildError(f"the plugin measured {len(first.windows)} inferences, expected {count}")
@@ -208,17 +270,26 @@ def _compare(report: BenchReport, graph: Graph, ours: list[list[np.ndarray]],
     report.comparisons += compare_outputs(report.reference, graph.outputs, ours, theirs, FLOAT_RTOL, FLOAT_ATOL)
 
 
-def _layer_reports(layers: list[LayerCost], steps: list[Any]) -> list[LayerReport]:
-    """One report per step of invoke(): an operator, or a row group (its members' MACs)."""
+def _layer_reports(layers: list[LayerCost], steps: list[Any], target: str) -> list[LayerReport]:
+    """One report per step of invoke(): an operator, or a row group (its members' MACs and bounds)."""
     reports = []
     for layer in layers:
         step = steps[layer.index] if layer.index < len(steps) else None
-        if step is not None and hasattr(step, "ops"):
+        group = hasattr(step, "ops")
+        if step is not None and group:
             mac = sum(macs(n) for n in step.nodes)
         else:
             mac = macs(step) if step is not None and step.op == layer.op else 0
-        reports.append(LayerReport(layer.index, layer.op, layer.name, layer.instructions, mac, layer.calls))
+        known = step is not None and (group or step.op == layer.op)
+        # a step that runs no code (an aliased reshape) has no bound
+        bound = step_bound(step, target) if known and layer.instructions > 0 else None
+        reports.append(LayerReport(layer.index, layer.op, layer.name, layer.instructions, mac, layer.calls,
+                                   layer.loads, layer.stores, bound))
     return reports
+
+
+def _fmt(value: float | None, width: int, digits: int) -> str:
+    return f"{value:{width}.{digits}f}" if value is not None else "-".rjust(width)
 
 
 def format_report(report: BenchReport, top: int = 10) -> str:
@@ -236,6 +307,11 @@ def format_report(report: BenchReport, top: int = 10) -> str:
         + (f" (min {min(report.instructions):,}, max {max(report.instructions):,})"
            if len(set(report.instructions)) > 1 else ""),
         f"  MACs: {report.macs:,}" + (f", {ipm:.2f} instructions/MAC" if ipm is not None else ""),
+        f"  memory accesses per inference: {report.loads_per_inference:,} loads + "
+        f"{report.stores_per_inference:,} stores = {report.memory_accesses_per_inference:,} "
+        f"(each LDM/LDRD element counted)" + (f"; {MEMORY_NOTE}" if report.board == "mps3-an547" else ""),
+        f"  lower bound (sum over layers, nn2c.targets.bounds): {report.bound_instructions:,.0f} instructions, "
+        f"measured / bound {report.instructions_per_inference / max(report.bound_instructions, 1):.2f}",
         f"  flash: code {fp.flash_code:,} B, weights {fp.flash_weights:,} B "
         f"(+ libraries {fp.flash_libraries:,} B, bench harness {fp.flash_harness:,} B; image {fp.flash_total:,} B)",
         f"  RAM: {fp.ram_model:,} B static (arena {fp.ram_arena:,} B), stack high-water {report.stack_bytes:,} B",
@@ -246,11 +322,17 @@ def format_report(report: BenchReport, top: int = 10) -> str:
     total = max(report.instructions_per_inference, 1)
     ranked = sorted(report.layers, key=lambda x: -x.instructions)[:top]
     if ranked:
-        lines.append(f"  top layers (of {len(report.layers)}; invoke overhead {report.invoke_overhead:,.0f}):")
+        lines.append(f"  top layers (of {len(report.layers)}; invoke overhead {report.invoke_overhead:,.0f} "
+                     f"instructions, {report.memory_overhead:,.0f} loads+stores):")
+        lines.append(f"    {'step':5s} {'op':22s} {'instructions':>14s} {'share':>6s} {'instr/MAC':>9s} "
+                     f"{'bound/MAC':>9s} {'x bound':>7s} {'loads':>12s} {'stores':>12s}  calls")
     for layer in ranked:
-        per_mac = f"{layer.instructions_per_mac:6.2f}/MAC" if layer.instructions_per_mac is not None else " " * 10
+        per_mac = _fmt(layer.instructions_per_mac, 9, 2)
+        bound_mac = _fmt(layer.bound_per_mac, 9, 2)
+        ratio = _fmt(layer.bound_ratio, 7, 2)
         lines.append(f"    [{layer.index:3d}] {layer.op:22s} {layer.instructions:14,.0f} "
-                     f"{100 * layer.instructions / total:5.1f}%  {per_mac}  {', '.join(layer.calls)}")
+                     f"{100 * layer.instructions / total:5.1f}% {per_mac} {bound_mac} {ratio} "
+                     f"{layer.loads:12,.0f} {layer.stores:12,.0f}  {', '.join(layer.calls)}")
     for comparison in report.comparisons:
         if comparison.mismatches:
             lines.append(f"  output {comparison.output} ({comparison.name}): {comparison.mismatches} of "

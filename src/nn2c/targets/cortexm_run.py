@@ -1,7 +1,9 @@
 """Run a Cortex-M bench image in qemu-system-arm with the instruction-counting plugin.
 
 Counts (from nn2c_icount_plugin.c, summed over the W measurement windows = inferences):
-- window k: instructions from the first instruction of bench_begin() to the first of bench_end();
+- window k: instructions from the first instruction of bench_begin() to the first of bench_end(),
+  and the loads and stores those instructions made (each element of an LDM/STM/LDRD/STRD/PUSH/POP
+  counted: one per 32-bit access, as QEMU translates them; Helium accesses count per element);
 - per function: sum of per-PC counts over the function's [address, address + size) from the ELF
   symbol table (objdump -t, FUNC symbols);
 - per layer: the plugin charges every instruction executed from one instruction P of
@@ -9,7 +11,8 @@ Counts (from nn2c_icount_plugin.c, summed over the W measurement windows = infer
   the whole call. P's source line (from NAME.o's line table, -g) lies under the generated comment
   `/* [k] OP: name */` of layer k, so layer k = the sum of the buckets of its lines; lines outside
   the layers (prologue, return) are invoke overhead. The buckets plus the two instructions before
-  invoke starts (bench_begin's return, main's call) make up the window.
+  invoke starts (bench_begin's return, main's call) make up the window. Loads and stores are
+  bucketed the same way (those two instructions access no memory).
 Outputs come back as hex lines over semihosting: "O record output hex", "S record stack_bytes".
 """
 
@@ -47,6 +50,9 @@ class RunResult:
     pc_counts: dict[int, int]  # address -> executions, summed over windows
     site_counts: dict[int, int]  # address in NAME_invoke -> instructions charged, summed over windows
     outside: int = 0  # window instructions outside the code region (should be 0)
+    loads: list[int] = field(default_factory=list)  # memory reads per inference (window)
+    stores: list[int] = field(default_factory=list)  # memory writes per inference
+    site_memory: dict[int, tuple[int, int]] = field(default_factory=dict)  # address -> (loads, stores) charged
 
 
 @dataclass
@@ -56,6 +62,8 @@ class LayerCost:
     name: str
     instructions: float  # per inference
     calls: list[str] = field(default_factory=list)  # functions called from this layer's code
+    loads: float = 0.0  # memory reads per inference
+    stores: float = 0.0  # memory writes per inference
 
 
 def functions(elf: Path) -> list[Symbol]:
@@ -153,16 +161,19 @@ def _parse_stdout(image: Image, text: str) -> RunResult:
 
 def _parse_counts(text: str, run: RunResult) -> None:
     lines = text.splitlines()
-    if not lines or lines[0] != "nn2c-icount 1":
+    if not lines or lines[0] != "nn2c-icount 2":
         raise BuildError("the QEMU plugin's counts file is not in the expected format")
     for line in lines[1:]:
         fields = line.split()
         if fields[0] == "w":
             run.windows.append(int(fields[1]))
+            run.loads.append(int(fields[2]))
+            run.stores.append(int(fields[3]))
         elif fields[0] == "pc":
             run.pc_counts[int(fields[1], 16)] = int(fields[2])
         elif fields[0] == "site":
             run.site_counts[int(fields[1], 16)] = int(fields[2])
+            run.site_memory[int(fields[1], 16)] = (int(fields[3]), int(fields[4]))
         elif fields[0] == "outside":
             run.outside = int(fields[1])
         elif fields[0] == "dropped" and int(fields[1]):
@@ -225,7 +236,8 @@ def source_lines(image: Image, function: Symbol, addresses: list[int]) -> dict[i
 
 
 def layer_profile(image: Image, model_dir: Path, run: RunResult) -> tuple[list[LayerCost], float]:
-    """Per-layer instructions per inference, and the invoke overhead outside any layer."""
+    """Per-layer instructions, loads and stores per inference, and the invoke overhead (instructions)
+    outside any layer (its loads and stores: the window's minus the layers')."""
     symbols = functions(image.elf)
     invoke = symbol(symbols, f"{image.name}_invoke")
     layers, first_line, return_line = _layer_comments(model_dir / f"{image.name}.c", image.name)
@@ -249,6 +261,9 @@ def layer_profile(image: Image, model_dir: Path, run: RunResult) -> tuple[list[L
             overhead += count / windows
         else:
             cost.instructions += count / windows
+            loads, stores = run.site_memory.get(address, (0, 0))
+            cost.loads += loads / windows
+            cost.stores += stores / windows
     for address, callee in sorted(calls.items()):
         cost = owner(address)
         if cost is not None and callee not in cost.calls:
