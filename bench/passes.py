@@ -28,13 +28,9 @@ from nn2c import CompileOptions, compile_model  # noqa: E402
 from nn2c.errors import NN2CError  # noqa: E402
 from nn2c.targets.footprint import arm_toolchain, measure  # noqa: E402
 
-# models TFLM cannot run (signal custom ops) are left out: nn2c refuses them at every level
-SKIP = {"tflite_micro/audio_preprocessor_float", "tflite_micro/audio_preprocessor_int8"}
-
 
 def repo_models() -> list[Path]:
-    models = sorted((ROOT / "models").glob("*/*.tflite")) + sorted((ROOT / "models" / "onnx").glob("*.onnx"))
-    return [p for p in models if f"{p.parent.name}/{p.stem}" not in SKIP]
+    return sorted((ROOT / "models").glob("*/*.tflite")) + sorted((ROOT / "models" / "onnx").glob("*.onnx"))
 
 
 def torch_models(folder: Path) -> list[Path]:

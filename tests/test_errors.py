@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import model_path
+from tests.test_op_signal import CustomOpModel
 from tests.tflite_builder import ModelBuilder
 
 KWS = model_path("mlcommons_tiny/kws_ref_model.tflite")
@@ -88,9 +89,29 @@ def test_unsupported_operator_is_named_with_its_index(tmp_path):
 
 
 def test_custom_ops_are_listed(tmp_path):
-    result = nn2c("compile", str(model_path("tflite_micro/audio_preprocessor_int8.tflite")), "-o",
-                  str(tmp_path / "out"))
-    assert_one_line_error(result, "custom operators", "SignalWindow", "SignalFilterBank", "op #")
+    """Custom operators other than TFLM's Signal ones (which nn2c compiles, tests/test_op_signal.py)."""
+    m = CustomOpModel()
+    x, y, z = m.tensor("int16", (4,)), m.tensor("int16", (4,)), m.tensor("int16", (4,))
+    m.custom("SignalWindow", [x, m.tensor("int16", (4,), data=np.ones(4))], [y], {"shift": 0})
+    m.custom("MyVendorOp", [y], [z], {"gain": 2})
+    m.custom("SignalFramer", [y], [z], {"frame_size": 2, "frame_step": 1, "prefill": False})
+    path = tmp_path / "custom.tflite"
+    path.write_bytes(m.serialize([x], [z]))
+    result = nn2c("compile", str(path), "-o", str(tmp_path / "out"))
+    assert_one_line_error(result, "custom operators are not supported: MyVendorOp, SignalFramer", "op #1")
+    assert result.returncode == 3
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_custom_options_are_one_line(tmp_path):
+    m = CustomOpModel()
+    x, y = m.tensor("int16", (4,)), m.tensor("int16", (4,))
+    m.custom("SignalWindow", [x, m.tensor("int16", (4,), data=np.ones(4))], [y], b"\x05\x00garbage")
+    path = tmp_path / "bad_options.tflite"
+    path.write_bytes(m.serialize([x], [y]))
+    result = nn2c("compile", str(path), "-o", str(tmp_path / "out"))
+    assert_one_line_error(result, "op #0 CUSTOM:SignalWindow", "FlexBuffers")
+    assert result.returncode == 2
 
 
 def test_dynamic_shape(tmp_path):

@@ -119,9 +119,7 @@ def test_shape_slice_pack_chain_feeding_reshape_folds_away(tmp_path):
     assert_matches_tflm(model, tmp_path)
 
 
-# the audio preprocessors are made of Signal custom operators that nn2c refuses (tests/test_errors.py)
-@pytest.mark.parametrize("path", sorted(p for p in MODELS.rglob("*.tflite") if "audio_preprocessor" not in p.name),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(MODELS.rglob("*.tflite")), ids=lambda p: p.name)
 def test_pipeline_twice_changes_nothing_on_repo_models(path):
     graph = load_model(path)
     optimize(graph, 2, check=True)

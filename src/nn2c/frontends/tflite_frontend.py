@@ -3,9 +3,10 @@
 Only the first subgraph is imported, except for resource variables: VAR_HANDLE is resolved at import
 (each (container, shared_name) pair, matched as TFLM's MicroResourceVariables::FindId does, becomes
 one state value), and the init subgraph of a CALL_ONCE is evaluated here (it assigns constants):
-see _ResourceVariables and ir/ops/state.py. An IF's branch subgraphs are inlined (_inline_if); WHILE
-is left to the lower stage, which refuses it. Attributes keep the schema's option names in
-snake_case, with enums turned into their names (padding="SAME", fused_activation_function="RELU6").
+see _ResourceVariables and ir/ops/state.py. An IF's branch subgraphs are inlined (_inline_if); a WHILE
+is unrolled when its trip count is fixed at compile time (frontends/tflite_while.py). Attributes keep
+the schema's option names in snake_case, with enums turned into their names (padding="SAME",
+fused_activation_function="RELU6").
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import tflite
 
 from nn2c.errors import InvalidModelError, UnsupportedOpError
+from nn2c.frontends import tflite_custom
 from nn2c.ir import Graph, GraphInvariantError, Node, QuantParams, TensorType, Value, verify
 
 # TFLite TensorType enum value -> IR dtype name (only the ones nn2c computes with)
@@ -234,6 +236,16 @@ class _Reader:
         if op_name == "IF":
             _inline_if(self, graph, inputs, outputs, attrs, op_index)
             return
+        if op_name.startswith("CUSTOM:"):
+            where = f"{self.source}: {where}"
+            tflite_custom.add_signal_node(graph, op, op_name, op_index, inputs, outputs, attrs, where)
+            return
+        if op_name == "WHILE":
+            # imported here: tflite_while reads the loop's subgraphs through this module's _Reader
+            from nn2c.frontends.tflite_while import unroll_while
+
+            unroll_while(self, graph, inputs, outputs, attrs, op_index)
+            return
         graph.add_node(Node(op_name, inputs, outputs, attrs, name=outputs[0].name if outputs else "", index=op_index))
 
     def graph(self, name: str) -> Graph:
@@ -242,13 +254,16 @@ class _Reader:
         graph.inputs = [self.value(int(i), "the model input list") for i in sub.InputsAsNumpy()]
         ops = [sub.Operators(i) for i in range(sub.OperatorsLength())]
         names = [self.operator_name(op, i) for i, op in enumerate(ops)]
-        custom = sorted({n.split(":", 1)[1] for n in names if n.startswith("CUSTOM:")})
+        custom = tflite_custom.refused(names)
         if custom:
             first = names.index(f"CUSTOM:{custom[0]}")
             raise UnsupportedOpError(
                 f"{self.source}: custom operators are not supported: {', '.join(custom)} "
-                f"(first at op #{first}); replace them with builtin operators or run them outside nn2c"
+                f"(first at op #{first}); replace them with builtin operators or run them outside nn2c "
+                f"(nn2c compiles these custom operators: {', '.join(tflite_custom.SIGNAL_OPS)})"
             )
+        if any(n.startswith("CUSTOM:") for n in names):
+            tflite_custom.declare_unsigned(self, ops, names)
         resources = _ResourceVariables(self, ops, names) if _RESOURCE_OPS.intersection(names) else None
         for op_index, (op, op_name) in enumerate(zip(ops, names, strict=True)):
             where = f"op #{op_index} {op_name}"
@@ -265,7 +280,7 @@ class _Reader:
 
 _RESOURCE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
 # builtins that leave no node of their own: resolved into state values, or inlined, at import
-RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF"})
+RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF", "WHILE"})
 
 
 class _Variable:

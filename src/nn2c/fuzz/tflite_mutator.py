@@ -4,7 +4,8 @@ The `tflite` schema package locates each field (a tensor's shape, type, buffer i
 quantization; an operator's opcode index and tensor lists; an operator code's version); a
 mutation overwrites those bytes in place with hostile values: huge, zero or negative dimensions,
 out-of-range indices, cycles, zero / negative / NaN scales, out-of-range zero points, wrong
-quantization axes, operator versions that do not exist. Byte flips and truncation cover the rest.
+quantization axes, operator versions that do not exist, corrupt custom-operator (FlexBuffers)
+options. Byte flips and truncation cover the rest.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def locate_fields(data: bytes) -> list[Field]:
         if position is not None:
             fields.append(Field("op.opcode_index", position, "<I"))
         fields += _vector(op, 6, 4, "<i", "op.inputs") + _vector(op, 8, 4, "<i", "op.outputs")
+        # a custom operator's FlexBuffers options (the Signal ops of the audio preprocessors)
+        fields += _vector(op, 14, 1, "<B", "op.custom_options")
     return fields
 
 
@@ -78,6 +81,7 @@ _HOSTILE: dict[str, Callable[[np.random.Generator], float | int]] = {
     "<i": lambda r: int(r.choice([-1, 0, 1, 2, 3, 7, 255, 65535, 2**31 - 1, -(2**31), int(r.integers(-100, 100_000))])),
     "<I": lambda r: int(r.choice([0, 1, 2, 5, 1000, 2**31 - 1, 2**32 - 1, int(r.integers(0, 300))])),
     "<b": lambda r: int(r.integers(-128, 128)),
+    "<B": lambda r: int(r.choice([0, 1, 0x7F, 0x80, 0xFF, int(r.integers(0, 256))])),
     "<q": lambda r: int(r.choice([-(2**63), -129, -128, 127, 128, 300, 2**40, int(r.integers(-300, 300))])),
     "<f": lambda r: float(r.choice([0.0, -0.5, float("nan"), float("inf"), 1e-45, 1e38, float(r.normal())])),
 }

@@ -1,0 +1,179 @@
+"""TFLite custom operators nn2c compiles: TFLite Micro's Signal library (the micro_speech front end).
+
+A custom operator carries its options as a FlexBuffers map. TFLM's kernels read them by position
+in the map's sorted key order (FlexbufferWrapper::ElementAsInt32(i)), so an option map is accepted
+only with exactly the keys TFLM's converter writes, each an integer (or a bool) in the range the
+kernel can execute without undefined behaviour; anything else is refused with one line naming the
+operator, the option and what to do. The parsed options become plain int attributes of the node:
+nothing from the model reaches the generated C but these numbers.
+
+Unsigned tensors: the Signal operators pass uint32 and uint64 tensors between each other (energy,
+filter bank, noise estimate); the model converts them to and from int32 with CAST. The IR has no
+unsigned 32/64-bit types, so such a tensor becomes an int32 / int64 value with the same bits:
+allowed only when every operator touching it is a Signal operator or a CAST between uint32 and
+int32 (which TFLM performs as a bit-preserving static_cast), and it is neither a constant nor a
+model input or output. The Signal kernels read those buffers as unsigned.
+
+SignalFilterBankSpectralSubtraction keeps its noise estimate across invocations (TFLM: a
+persistent buffer, zeroed by Prepare and Reset): the frontend gives the node a state value
+(`Value.is_variable`) as its input 1, zeroed by `<name>_reset()` as TFLM's Reset does.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+import tflite
+from flatbuffers import flexbuffers
+
+from nn2c.errors import InvalidModelError, UnsupportedOpError
+from nn2c.ir import Graph, Node, TensorType, Value
+
+# TFLM's registration name -> nn2c operator name
+SIGNAL_OPS: dict[str, str] = {
+    "SignalWindow": "SIGNAL_WINDOW",
+    "SignalFftAutoScale": "SIGNAL_FFT_AUTO_SCALE",
+    "SignalRfft": "SIGNAL_RFFT",
+    "SignalEnergy": "SIGNAL_ENERGY",
+    "SignalFilterBank": "SIGNAL_FILTER_BANK",
+    "SignalFilterBankSquareRoot": "SIGNAL_FILTER_BANK_SQUARE_ROOT",
+    "SignalFilterBankSpectralSubtraction": "SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION",
+    "SignalPCAN": "SIGNAL_PCAN",
+    "SignalFilterBankLog": "SIGNAL_FILTER_BANK_LOG",
+}
+
+_INT32_MAX = 2**31 - 1
+
+# per operator: option key -> (lowest, highest) accepted value, "bool" for a boolean
+_OPTIONS: dict[str, dict[str, tuple[int, int] | str]] = {
+    "SignalWindow": {"shift": (0, 31)},
+    "SignalFftAutoScale": {},
+    "SignalRfft": {"T": (0, 255), "fft_length": (2, 1 << 16)},
+    "SignalEnergy": {"end_index": (0, _INT32_MAX), "start_index": (0, _INT32_MAX)},
+    "SignalFilterBank": {"num_channels": (1, 1 << 14)},
+    "SignalFilterBankSquareRoot": {},
+    "SignalFilterBankSpectralSubtraction": {
+        "alternate_one_minus_smoothing": (0, _INT32_MAX),
+        "alternate_smoothing": (0, _INT32_MAX),
+        "clamping": "bool",
+        "min_signal_remaining": (0, _INT32_MAX),
+        "num_channels": (1, 1 << 14),
+        "one_minus_smoothing": (0, _INT32_MAX),
+        "smoothing": (0, _INT32_MAX),
+        "smoothing_bits": (0, 31),
+        "spectral_subtraction_bits": (0, 63),
+    },
+    "SignalPCAN": {"snr_shift": (0, 63)},
+    "SignalFilterBankLog": {"input_correction_bits": (0, 31), "output_scale": (-(2**31), _INT32_MAX)},
+}
+
+_UINT32 = tflite.TensorType.UINT32
+_UINT64 = tflite.TensorType.UINT64
+_INT32 = tflite.TensorType.INT32
+
+
+def custom_code(op_name: str) -> str:
+    return op_name.split(":", 1)[1] if op_name.startswith("CUSTOM:") else op_name
+
+
+def refused(names: list[str]) -> list[str]:
+    """The custom operators of `names` (operator names as the frontend gives them) nn2c cannot compile."""
+    return sorted({custom_code(n) for n in names if n.startswith("CUSTOM:") and custom_code(n) not in SIGNAL_OPS})
+
+
+def parse_options(code: str, raw: bytes, where: str) -> dict[str, int]:
+    """The validated options of Signal operator `code` from its FlexBuffers bytes."""
+    spec = _OPTIONS[code]
+    if not spec:
+        return {}
+    fix = "re-export it with TFLite Micro's signal ops (tflite_micro.python.tflite_micro.signal)"
+    try:
+        root = flexbuffers.GetRoot(bytearray(raw))
+        if not root.IsMap:
+            raise InvalidModelError(f"{where}: custom options are not a FlexBuffers map; {fix}")
+        options = root.AsMap.Value
+    except (ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError, RecursionError):
+        raise InvalidModelError(f"{where}: custom options are not valid FlexBuffers; {fix}") from None
+    if not isinstance(options, dict) or set(options) != set(spec):
+        keys = sorted(str(k) for k in options) if isinstance(options, dict) else []
+        raise InvalidModelError(f"{where}: custom options have keys {keys}, TFLite Micro reads exactly "
+                                f"{sorted(spec)} (by position); {fix}")
+    attrs: dict[str, int] = {}
+    for key, rule in spec.items():
+        value = options[key]
+        if isinstance(rule, str):  # "bool"
+            if not isinstance(value, bool | int):
+                raise InvalidModelError(f"{where}: option {key!r} must be a boolean, got {type(value).__name__}")
+            attrs[key] = int(bool(value))
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidModelError(f"{where}: option {key!r} must be an integer, got {type(value).__name__}")
+        lo, hi = rule
+        if not lo <= value <= hi:
+            raise UnsupportedOpError(f"{where}: option {key!r} = {value} is outside [{lo}, {hi}], the range "
+                                     "nn2c's kernel (and TFLite Micro's, without undefined behaviour) takes; "
+                                     "fix the option in the model")
+        attrs[key] = int(value)
+    return attrs
+
+
+def declare_unsigned(reader: Any, ops: list[tflite.Operator], names: list[str]) -> None:
+    """Give the uint32 / uint64 tensors exchanged by Signal operators int32 / int64 values of the same
+    bits (see the module docstring); other unsigned tensors are left to the reader's own refusal."""
+    sub = reader.subgraph
+    touching: dict[int, list[tuple[str, int]]] = {}  # tensor -> (op name, op index)
+    for op_index, (op, name) in enumerate(zip(ops, names, strict=True)):
+        tensors = [int(t) for t in (op.InputsAsNumpy() if op.InputsLength() else [])]
+        tensors += [int(t) for t in (op.OutputsAsNumpy() if op.OutputsLength() else [])]
+        for t in tensors:
+            if 0 <= t < sub.TensorsLength():
+                touching.setdefault(t, []).append((name, op_index))
+    io = {int(t) for t in sub.InputsAsNumpy()} | {int(t) for t in sub.OutputsAsNumpy()}
+    for index, users in touching.items():
+        tensor = sub.Tensors(index)
+        kind = tensor.Type()
+        if kind not in (_UINT32, _UINT64) or index in io or tensor.IsVariable():
+            continue
+        if reader.buffer_bytes(tensor.Buffer()) is not None:
+            continue
+        if not all(_keeps_bits(reader, ops[op_index], name, kind) for name, op_index in users):
+            continue
+        shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+        if any(d < 0 for d in shape):
+            continue
+        raw_name = tensor.Name()
+        name = raw_name.decode("utf-8", "replace") if raw_name else f"tensor_{index}"
+        reader.values[index] = Value(name=name, type=TensorType("int32" if kind == _UINT32 else "int64", shape))
+
+
+def _keeps_bits(reader: Any, op: tflite.Operator, name: str, kind: int) -> bool:
+    if custom_code(name) in SIGNAL_OPS:
+        return True
+    if name != "CAST" or kind != _UINT32 or op.InputsLength() != 1 or op.OutputsLength() != 1:
+        return False
+    sub = reader.subgraph
+    pair = [int(op.InputsAsNumpy()[0]), int(op.OutputsAsNumpy()[0])]
+    if not all(0 <= t < sub.TensorsLength() for t in pair):
+        return False
+    return sorted(sub.Tensors(t).Type() for t in pair) == sorted([_INT32, _UINT32])
+
+
+def add_signal_node(graph: Graph, op: tflite.Operator, op_name: str, op_index: int, inputs: list[Value | None],
+                    outputs: list[Value], attrs: dict[str, Any], where: str) -> None:
+    """Append the node of Signal custom operator `op_name` ("CUSTOM:Signal...")."""
+    code = custom_code(op_name)
+    raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+    attrs = {**attrs, **parse_options(code, raw, where)}
+    for value in [*inputs, *outputs]:
+        if value is not None and value.type.dtype not in ("int16", "int32", "int64", "float32"):
+            raise UnsupportedOpError(f"{where}: tensor {value.name!r} has type {value.type.dtype}, which "
+                                     f"{code} does not take; check the model")
+    signal_op = SIGNAL_OPS[code]
+    if signal_op == "SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION":
+        channels = attrs["num_channels"]
+        state = Value(name=f"{outputs[0].name if outputs else code}_noise_state", type=TensorType("int32", (channels,)),
+                      data=np.zeros(channels, dtype=np.int32), is_variable=True)
+        inputs = [*inputs, state]
+    graph.add_node(Node(signal_op, inputs, outputs, attrs, name=outputs[0].name if outputs else "", index=op_index))
