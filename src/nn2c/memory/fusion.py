@@ -87,6 +87,8 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     if policy == "layer" or not nodes:
         return Choice(layer_steps, layer_ram, layer_ram, 0.0, base_cost, [(layer_ram, 0.0)], policy)
     groups = _group_options(graph, codes, ctx, aliases, inplace)
+    if not groups:  # nothing streams: layer by layer is the only schedule
+        return Choice(layer_steps, layer_ram, layer_ram, 0.0, base_cost, [(layer_ram, 0.0)], policy)
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
     for sharing in (True, False):
         options = _single_options(graph, codes, aliases, inplace and sharing) + groups

@@ -81,26 +81,34 @@ def order_peak(graph: Graph, order: list[Node]) -> int:
     return peak
 
 
-def memory_aware_order(graph: Graph, max_states: int = 20000) -> list[Node]:
+# The exact search stops (and the greedy order is used) after this many states, or after this many
+# value visits in live_while: a long unrolled loop (hundreds of nodes in a chain) costs each state
+# a visit of every value. The models of models/ need at most about 100,000 visits.
+MAX_STATES = 20000
+MAX_VISITS = 5_000_000
+
+
+def memory_aware_order(graph: Graph, max_states: int = MAX_STATES) -> list[Node]:
     """A topological order of graph.nodes with minimal peak live bytes (exact when feasible)."""
     problem = _Problem(graph)
     if len(problem.nodes) <= 1:
         return list(problem.nodes)
-    states = 0
+    states = visits = 0
 
     class TooLarge(Exception):
         pass
 
     @cache
     def best(done: int) -> tuple[int, int]:
-        nonlocal states
+        nonlocal states, visits
         states += 1
-        if states > max_states:
+        if states > max_states or visits > MAX_VISITS:
             raise TooLarge
         if done == problem.full:
             return 0, -1
         choice, value = -1, None
         for i in problem.ready(done):
+            visits += len(problem.size)
             step = problem.live_while(done, i)
             if value is not None and step >= value:
                 continue
