@@ -2,9 +2,9 @@
 
     python bench/fuzz.py [--seconds 600] [--seed 0] [--keep DIR] [--no-write]
 
-One campaign per format, --seconds each: the .tflite models under 400 KB (fuzz/tflite_mutator.py)
-and the ONNX seeds in models/onnx/ (fuzz/onnx_mutator.py). Every mutant must compile or end in one
-nn2c error; failing mutants are kept in --keep (default: a temporary folder) to reproduce with
+One campaign per format, --seconds each: the .tflite models under 400 KB and tests/assets' exports
+(fuzz/tflite_mutator.py) and the ONNX seeds in models/onnx/ (fuzz/onnx_mutator.py). Every mutant
+must compile or end in one nn2c error; failing mutants are kept in --keep (default: a temporary folder) to reproduce with
 `nn2c compile`. Exit status 1 if any mutant failed.
 """
 
@@ -25,7 +25,9 @@ from report_file import replace_section  # noqa: E402
 
 from nn2c.fuzz.campaign import CampaignResult, run_campaign  # noqa: E402
 
-TFLITE_MODELS = sorted(p for p in (ROOT / "models").rglob("*.tflite") if p.stat().st_size < 400_000)
+# the repo's models, plus the converter exports kept for tests (Keras RNNs as WHILE loops)
+TFLITE_MODELS = sorted(p for p in (ROOT / "models").rglob("*.tflite") if p.stat().st_size < 400_000) + sorted(
+    (ROOT / "tests" / "assets").rglob("*.tflite"))
 ONNX_MODELS = sorted((ROOT / "models" / "onnx").glob("*.onnx"))
 
 # What the fuzzer found, fixed at the root; each has a regression test in tests/test_fuzz.py.
