@@ -1,4 +1,5 @@
-"""TFLite custom operators nn2c compiles: TFLite Micro's Signal library (the micro_speech front end).
+"""TFLite custom operators nn2c compiles: TFLite Micro's Signal library (the micro_speech front end)
+and TFLite_Detection_PostProcess (the end of SSD detection models; options read by key, as TFLM does).
 
 A custom operator carries its options as a FlexBuffers map. TFLM's kernels read them by position
 in the map's sorted key order (FlexbufferWrapper::ElementAsInt32(i)), so an option map is accepted
@@ -43,6 +44,9 @@ SIGNAL_OPS: dict[str, str] = {
     "SignalPCAN": "SIGNAL_PCAN",
     "SignalFilterBankLog": "SIGNAL_FILTER_BANK_LOG",
 }
+DETECTION_CODE = "TFLite_Detection_PostProcess"
+# every custom operator nn2c compiles: TFLM's registration name -> nn2c operator name
+CUSTOM_OPS: dict[str, str] = {**SIGNAL_OPS, DETECTION_CODE: "DETECTION_POSTPROCESS"}
 
 _INT32_MAX = 2**31 - 1
 
@@ -80,7 +84,7 @@ def custom_code(op_name: str) -> str:
 
 def refused(names: list[str]) -> list[str]:
     """The custom operators of `names` (operator names as the frontend gives them) nn2c cannot compile."""
-    return sorted({custom_code(n) for n in names if n.startswith("CUSTOM:") and custom_code(n) not in SIGNAL_OPS})
+    return sorted({custom_code(n) for n in names if n.startswith("CUSTOM:") and custom_code(n) not in CUSTOM_OPS})
 
 
 def parse_options(code: str, raw: bytes, where: str) -> dict[str, int]:
@@ -89,15 +93,9 @@ def parse_options(code: str, raw: bytes, where: str) -> dict[str, int]:
     if not spec:
         return {}
     fix = "re-export it with TFLite Micro's signal ops (tflite_micro.python.tflite_micro.signal)"
-    try:
-        root = flexbuffers.GetRoot(bytearray(raw))
-        if not root.IsMap:
-            raise InvalidModelError(f"{where}: custom options are not a FlexBuffers map; {fix}")
-        options = root.AsMap.Value
-    except (ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError, RecursionError):
-        raise InvalidModelError(f"{where}: custom options are not valid FlexBuffers; {fix}") from None
-    if not isinstance(options, dict) or set(options) != set(spec):
-        keys = sorted(str(k) for k in options) if isinstance(options, dict) else []
+    options = _flex_map(raw, where, fix)
+    if set(options) != set(spec):
+        keys = sorted(options)
         raise InvalidModelError(f"{where}: custom options have keys {keys}, TFLite Micro reads exactly "
                                 f"{sorted(spec)} (by position); {fix}")
     attrs: dict[str, int] = {}
@@ -177,3 +175,91 @@ def add_signal_node(graph: Graph, op: tflite.Operator, op_name: str, op_index: i
                       data=np.zeros(channels, dtype=np.int32), is_variable=True)
         inputs = [*inputs, state]
     graph.add_node(Node(signal_op, inputs, outputs, attrs, name=outputs[0].name if outputs else "", index=op_index))
+
+
+# --- TFLite_Detection_PostProcess (SSD box decoding + non-max suppression) ---------------------------
+_DETECTION_LIMIT = 1 << 16  # boxes, classes and detections: keeps every scratch size well inside int32
+_DETECTION_INTS: dict[str, tuple[int, int]] = {
+    "max_detections": (1, _DETECTION_LIMIT),
+    "max_classes_per_detection": (0, _DETECTION_LIMIT),
+    "detections_per_class": (0, _DETECTION_LIMIT),
+    "num_classes": (1, _DETECTION_LIMIT),
+}
+_DETECTION_FLOATS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
+
+
+def _flex_map(raw: bytes, where: str, fix: str) -> dict[str, Any]:
+    try:
+        root = flexbuffers.GetRoot(bytearray(raw))
+        if not root.IsMap:
+            raise InvalidModelError(f"{where}: custom options are not a FlexBuffers map; {fix}")
+        options = root.AsMap.Value
+    except (ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError, RecursionError):
+        raise InvalidModelError(f"{where}: custom options are not valid FlexBuffers; {fix}") from None
+    if not isinstance(options, dict):
+        raise InvalidModelError(f"{where}: custom options are not a FlexBuffers map; {fix}")
+    return {str(k): v for k, v in options.items()}
+
+
+def parse_detection_options(raw: bytes, where: str) -> dict[str, Any]:
+    """The validated options of TFLite_Detection_PostProcess. TFLM reads them by key (absent
+    detections_per_class: 100, absent use_regular_nms: false; other keys, such as the converter's
+    _output_quantized, are ignored); the floats become float32 as TFLM's AsFloat() makes them."""
+    fix = "re-export the model with the TFLite converter's SSD post-processing options"
+    options = _flex_map(raw, where, fix)
+    options.setdefault("detections_per_class", 100)
+    options.setdefault("use_regular_nms", False)
+    attrs: dict[str, Any] = {}
+    for key, (lo, hi) in _DETECTION_INTS.items():
+        if key not in options:
+            raise InvalidModelError(f"{where}: custom option {key!r} is missing (TFLite Micro would read 0); {fix}")
+        value = options[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidModelError(f"{where}: option {key!r} must be an integer, got {type(value).__name__}")
+        if not lo <= value <= hi:
+            raise UnsupportedOpError(f"{where}: option {key!r} = {value} is outside [{lo}, {hi}], the range nn2c "
+                                     "compiles; fix the option in the model")
+        attrs[key] = int(value)
+    regular = options["use_regular_nms"]
+    if not isinstance(regular, bool | int):
+        raise InvalidModelError(f"{where}: option 'use_regular_nms' must be a boolean, got {type(regular).__name__}")
+    attrs["use_regular_nms"] = int(bool(regular))
+    for key in _DETECTION_FLOATS:
+        if key not in options:
+            raise InvalidModelError(f"{where}: custom option {key!r} is missing (TFLite Micro would read 0); {fix}")
+        value = options[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidModelError(f"{where}: option {key!r} must be a number, got {type(value).__name__}")
+        as_float = float(np.float32(value)) if abs(float(value)) < 3.5e38 else float("inf")
+        if not np.isfinite(as_float):
+            raise UnsupportedOpError(f"{where}: option {key!r} = {value} is not a finite float32; fix the option "
+                                     "in the model")
+        attrs[key] = as_float
+    if not 0.0 < attrs["nms_iou_threshold"] <= 1.0:
+        raise UnsupportedOpError(f"{where}: option 'nms_iou_threshold' = {attrs['nms_iou_threshold']} is outside "
+                                 "(0, 1], where TFLite Micro's kernel fails; set it in (0, 1]")
+    for key in ("y_scale", "x_scale", "h_scale", "w_scale"):
+        if attrs[key] == 0.0:
+            raise UnsupportedOpError(f"{where}: option {key!r} is 0 (the box decoding divides by it); set the "
+                                     "scale the model was trained with")
+    if attrs["use_regular_nms"] and attrs["detections_per_class"] < 1:
+        raise UnsupportedOpError(f"{where}: option 'detections_per_class' = {attrs['detections_per_class']} with "
+                                 "use_regular_nms: TFLite Micro's kernel fails unless it is at least 1; fix the option")
+    if not attrs["use_regular_nms"] and attrs["max_classes_per_detection"] < 1:
+        raise UnsupportedOpError(f"{where}: option 'max_classes_per_detection' = "
+                                 f"{attrs['max_classes_per_detection']} without use_regular_nms: TFLite Micro's "
+                                 "kernel fails unless it is at least 1; fix the option")
+    return attrs
+
+
+def add_custom_node(graph: Graph, op: tflite.Operator, op_name: str, op_index: int, inputs: list[Value | None],
+                    outputs: list[Value], attrs: dict[str, Any], where: str) -> None:
+    """Append the node of custom operator `op_name` ("CUSTOM:<code>", one of CUSTOM_OPS)."""
+    code = custom_code(op_name)
+    if code in SIGNAL_OPS:
+        add_signal_node(graph, op, op_name, op_index, inputs, outputs, attrs, where)
+        return
+    raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+    attrs = {**attrs, **parse_detection_options(raw, where)}
+    graph.add_node(Node(CUSTOM_OPS[code], inputs, outputs, attrs, name=outputs[0].name if outputs else "",
+                        index=op_index))

@@ -238,7 +238,7 @@ class _Reader:
             return
         if op_name.startswith("CUSTOM:"):
             where = f"{self.source}: {where}"
-            tflite_custom.add_signal_node(graph, op, op_name, op_index, inputs, outputs, attrs, where)
+            tflite_custom.add_custom_node(graph, op, op_name, op_index, inputs, outputs, attrs, where)
             return
         if op_name == "WHILE":
             # imported here: tflite_while reads the loop's subgraphs through this module's _Reader
@@ -260,7 +260,7 @@ class _Reader:
             raise UnsupportedOpError(
                 f"{self.source}: custom operators are not supported: {', '.join(custom)} "
                 f"(first at op #{first}); replace them with builtin operators or run them outside nn2c "
-                f"(nn2c compiles these custom operators: {', '.join(tflite_custom.SIGNAL_OPS)})"
+                f"(nn2c compiles these custom operators: {', '.join(tflite_custom.CUSTOM_OPS)})"
             )
         if any(n.startswith("CUSTOM:") for n in names):
             tflite_custom.declare_unsigned(self, ops, names)
