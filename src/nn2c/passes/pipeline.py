@@ -2,7 +2,8 @@
 
 -O0 runs nothing; -O1 the safe clean-ups (dead code, constant folding, algebraic simplification);
 -O2 everything: also the layout pass (transpose sinking), batch-norm folding, activation and
-reshape fusion, QDQ rewriting into integer operators, PAD folded into convolutions.
+reshape fusion, QDQ rewriting into integer operators, PAD folded into convolutions, int8 channels
+that are constant (all-zero filters) or unread removed, their constants folded into the next biases.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from nn2c.passes.fuse_pad import fuse_pad_into_conv
 from nn2c.passes.fuse_reduce_reshape import fuse_reduce_reshape
 from nn2c.passes.horizontal import fuse_parallel
 from nn2c.passes.layout import sink_transposes
+from nn2c.passes.prune_channels import prune_constant_channels
 from nn2c.passes.qdq import fold_float_weights, rewrite_qdq
 from nn2c.passes.simplify import simplify
 
@@ -40,6 +42,7 @@ PIPELINES: dict[int, list[tuple[str, Pass]]] = {
         ("qdq", rewrite_qdq),
         ("qdq-float-weights", fold_float_weights),
         ("fuse-pad", fuse_pad_into_conv),
+        ("prune-channels", prune_constant_channels),
         ("fuse-parallel", fuse_parallel),
     ],
 }
