@@ -148,3 +148,68 @@ void nn2c_rotary_embedding_f32(const nn2c_rotary_params_t *p, const float *x, co
         }
     }
 }
+
+/* ---- LinearAttention --------------------------------------------------------------------------- */
+
+void nn2c_linear_attention_f32(const nn2c_linear_attention_params_t *p, const float *q, const float *k,
+                               const float *v, const float *past, const float *decay, const float *beta,
+                               float *output, float *present, void *work) {
+    const int32_t dk = p->dk, dv = p->dv, hkv = p->kv_heads, hq = p->q_heads;
+    const int32_t group = hq / hkv;
+    const int gated = p->rule == 1 || p->rule == 3, delta = p->rule >= 2;
+    const size_t state_size = (size_t)p->batch * (size_t)hkv * (size_t)dk * (size_t)dv;
+    float *update = (float *)work;
+    for (size_t i = 0; i < state_size; ++i) {
+        present[i] = past != NULL ? past[i] : 0.0f;
+    }
+    for (int32_t t = 0; t < p->steps; ++t) {
+        for (int32_t b = 0; b < p->batch; ++b) {
+            const size_t token = (size_t)b * (size_t)p->steps + (size_t)t;
+            for (int32_t h = 0; h < hkv; ++h) {
+                float *s = present + (((size_t)b * (size_t)hkv + (size_t)h) * (size_t)dk) * (size_t)dv;
+                const float *kt = k + (token * (size_t)hkv + (size_t)h) * (size_t)dk;
+                const float *vt = v + (token * (size_t)hkv + (size_t)h) * (size_t)dv;
+                if (gated) {
+                    for (int32_t d = 0; d < dk; ++d) {
+                        const size_t g = p->decay_per_key ? (token * (size_t)hkv + (size_t)h) * (size_t)dk + (size_t)d
+                                                          : token * (size_t)hkv + (size_t)h;
+                        const float factor = expf(decay[g]);
+                        for (int32_t m = 0; m < dv; ++m) {
+                            s[(size_t)d * (size_t)dv + (size_t)m] *= factor;
+                        }
+                    }
+                }
+                for (int32_t m = 0; m < dv; ++m) {
+                    update[m] = vt[m];
+                }
+                if (delta) {
+                    const float bt = beta[token * (size_t)p->beta_heads + (size_t)(p->beta_heads == 1 ? 0 : h)];
+                    for (int32_t m = 0; m < dv; ++m) {
+                        float retrieved = 0.0f;
+                        for (int32_t d = 0; d < dk; ++d) {
+                            retrieved += s[(size_t)d * (size_t)dv + (size_t)m] * kt[d];
+                        }
+                        update[m] = bt * (vt[m] - retrieved);
+                    }
+                }
+                for (int32_t d = 0; d < dk; ++d) {
+                    for (int32_t m = 0; m < dv; ++m) {
+                        s[(size_t)d * (size_t)dv + (size_t)m] += kt[d] * update[m];
+                    }
+                }
+            }
+            for (int32_t h = 0; h < hq; ++h) {
+                const float *s = present + (((size_t)b * (size_t)hkv + (size_t)(h / group)) * (size_t)dk) * (size_t)dv;
+                const float *qt = q + (token * (size_t)hq + (size_t)h) * (size_t)dk;
+                float *o = output + (token * (size_t)hq + (size_t)h) * (size_t)dv;
+                for (int32_t m = 0; m < dv; ++m) {
+                    float acc = 0.0f;
+                    for (int32_t d = 0; d < dk; ++d) {
+                        acc += qt[d] * s[(size_t)d * (size_t)dv + (size_t)m];
+                    }
+                    o[m] = p->scale * acc;
+                }
+            }
+        }
+    }
+}

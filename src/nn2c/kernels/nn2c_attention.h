@@ -45,4 +45,18 @@ typedef struct {
 void nn2c_rotary_embedding_f32(const nn2c_rotary_params_t *p, const float *x, const float *cos_cache,
                                const float *sin_cache, float *y);
 
+/* ONNX LinearAttention: the recurrence of nn2c's reference/attention.py, token by token. rule: 0
+ * linear, 1 gated, 2 delta, 3 gated_delta; decay_per_key: decay has Hkv * dk values per token
+ * (else Hkv); beta_heads: Hkv or 1. The state is kept in `present` (copied from past, or zeros);
+ * `work` is scratch for dv floats. */
+typedef struct {
+    int32_t batch, steps, q_heads, kv_heads, dk, dv;
+    int32_t rule, decay_per_key, beta_heads;
+    float scale;
+} nn2c_linear_attention_params_t;
+
+void nn2c_linear_attention_f32(const nn2c_linear_attention_params_t *p, const float *q, const float *k,
+                               const float *v, const float *past, const float *decay, const float *beta,
+                               float *output, float *present, void *work);
+
 #endif /* NN2C_ATTENTION_H */

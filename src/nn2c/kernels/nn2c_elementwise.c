@@ -283,10 +283,62 @@ NN2C_EW_BINARY(nn2c_div_i32, nn2c_ew_i32_params_t, int32_t, nn2c_ew_div_i32)
     NN2C_EW_BINARY(nn2c_minimum_##suffix, nn2c_ew_minmax_params_t, T, nn2c_ew_min_##suffix)
 
 NN2C_EW_MINMAX(s8, int8_t)
+NN2C_EW_MINMAX(u8, uint8_t)
 NN2C_EW_MINMAX(s16, int16_t)
 NN2C_EW_MINMAX(i32, int32_t)
 NN2C_EW_MINMAX(i64, int64_t)
 NN2C_EW_MINMAX(f32, float)
+
+/* --- integer arithmetic without quantization ------------------------------------------------- */
+
+/* Narrow types compute in uint32 (wrapping, no undefined behaviour) and keep the low bits, as
+ * onnxruntime's arithmetic in the element type does; int64 computes in uint64. The quotient of
+ * two narrow values always fits int32; only MIN / -1 of int64 overflows, and a zero divisor
+ * (a trap in onnxruntime) gives 0 here. */
+#define NN2C_EW_WRAP(suffix, T, W)                                                                \
+    NN2C_INLINE T nn2c_ew_add_wrap_##suffix(const nn2c_ew_minmax_params_t *p, T a, T b) {        \
+        (void)p;                                                                                \
+        return (T)((W)a + (W)b);                                                                \
+    }                                                                                           \
+    NN2C_INLINE T nn2c_ew_sub_wrap_##suffix(const nn2c_ew_minmax_params_t *p, T a, T b) {        \
+        (void)p;                                                                                \
+        return (T)((W)a - (W)b);                                                                \
+    }                                                                                           \
+    NN2C_INLINE T nn2c_ew_mul_wrap_##suffix(const nn2c_ew_minmax_params_t *p, T a, T b) {        \
+        (void)p;                                                                                \
+        return (T)((W)a * (W)b);                                                                \
+    }                                                                                           \
+    NN2C_EW_BINARY(nn2c_add_wrap_##suffix, nn2c_ew_minmax_params_t, T, nn2c_ew_add_wrap_##suffix) \
+    NN2C_EW_BINARY(nn2c_sub_wrap_##suffix, nn2c_ew_minmax_params_t, T, nn2c_ew_sub_wrap_##suffix) \
+    NN2C_EW_BINARY(nn2c_mul_wrap_##suffix, nn2c_ew_minmax_params_t, T, nn2c_ew_mul_wrap_##suffix)
+
+NN2C_EW_WRAP(s8, int8_t, uint32_t)
+NN2C_EW_WRAP(u8, uint8_t, uint32_t)
+NN2C_EW_WRAP(s16, int16_t, uint32_t)
+NN2C_EW_WRAP(i64, int64_t, uint64_t)
+
+#define NN2C_EW_DIV_NARROW(suffix, T)                                                             \
+    NN2C_INLINE T nn2c_ew_div_wrap_##suffix(const nn2c_ew_minmax_params_t *p, T a, T b) {        \
+        (void)p;                                                                                \
+        return b == 0 ? (T)0 : (T)((uint32_t)((int32_t)a / (int32_t)b));                        \
+    }                                                                                           \
+    NN2C_EW_BINARY(nn2c_div_wrap_##suffix, nn2c_ew_minmax_params_t, T, nn2c_ew_div_wrap_##suffix)
+
+NN2C_EW_DIV_NARROW(s8, int8_t)
+NN2C_EW_DIV_NARROW(u8, uint8_t)
+NN2C_EW_DIV_NARROW(s16, int16_t)
+
+NN2C_INLINE int64_t nn2c_ew_div_wrap_i64(const nn2c_ew_minmax_params_t *p, int64_t a, int64_t b) {
+    (void)p;
+    if (b == 0) {
+        return 0;
+    }
+    if (b == -1) {
+        return (int64_t)(0u - (uint64_t)a);
+    }
+    return a / b;
+}
+NN2C_EW_BINARY(nn2c_div_wrap_i64, nn2c_ew_minmax_params_t, int64_t, nn2c_ew_div_wrap_i64)
 
 /* --- QUANTIZE / DEQUANTIZE ------------------------------------------------------------------- */
 
@@ -367,6 +419,7 @@ static inline int32_t nn2c_ew_f32_saturate(float x, int32_t lo, int32_t hi) {
 /* integer (and bool) sources: C conversions, which narrow by wrapping */
 #define NN2C_EW_CAST_FROM_INT(from, TIN)                                                         \
     NN2C_EW_CAST(from, s8, TIN, int8_t, x)                                                      \
+    NN2C_EW_CAST(from, u8, TIN, uint8_t, x)                                                     \
     NN2C_EW_CAST(from, s16, TIN, int16_t, x)                                                    \
     NN2C_EW_CAST(from, i32, TIN, int32_t, x)                                                    \
     NN2C_EW_CAST(from, f32, TIN, float, x)                                                      \
@@ -376,8 +429,10 @@ NN2C_EW_CAST_FROM_INT(s8, int8_t)
 NN2C_EW_CAST_FROM_INT(s16, int16_t)
 NN2C_EW_CAST_FROM_INT(i32, int32_t)
 NN2C_EW_CAST_FROM_INT(b8, uint8_t)
+NN2C_EW_CAST_FROM_INT(u8, uint8_t)
 
 NN2C_EW_CAST(f32, s8, float, int8_t, nn2c_ew_f32_saturate(x, -128, 127))
+NN2C_EW_CAST(f32, u8, float, uint8_t, nn2c_ew_f32_saturate(x, 0, 255))
 NN2C_EW_CAST(f32, s16, float, int16_t, nn2c_ew_f32_saturate(x, -32768, 32767))
 NN2C_EW_CAST(f32, i32, float, int32_t, nn2c_ew_f32_saturate(x, INT32_MIN, INT32_MAX))
 NN2C_EW_CAST(f32, f32, float, float, x)

@@ -93,6 +93,24 @@ void nn2c_minimum_i32(const nn2c_ew_minmax_params_t *p, const int32_t *in1, cons
 void nn2c_minimum_i64(const nn2c_ew_minmax_params_t *p, const int64_t *in1, const int64_t *in2, int64_t *out);
 void nn2c_minimum_f32(const nn2c_ew_minmax_params_t *p, const float *in1, const float *in2, float *out);
 
+/* Integer ADD / SUB / MUL / DIV without quantization (ONNX on plain integer tensors, as
+ * onnxruntime computes them): add, subtract and multiply wrap modulo 2^bits; DIV truncates
+ * towards zero. A zero divisor gives 0 and MIN / -1 gives MIN (wrapped), so the generated code
+ * never traps. nn2c_<op>_wrap_<suffix>, suffixes s8, u8, s16, i64 (int32: the _i32 kernels). */
+#define NN2C_EW_WRAP_DECL(suffix, T)                                                                  \
+    void nn2c_add_wrap_##suffix(const nn2c_ew_minmax_params_t *p, const T *in1, const T *in2, T *out); \
+    void nn2c_sub_wrap_##suffix(const nn2c_ew_minmax_params_t *p, const T *in1, const T *in2, T *out); \
+    void nn2c_mul_wrap_##suffix(const nn2c_ew_minmax_params_t *p, const T *in1, const T *in2, T *out); \
+    void nn2c_div_wrap_##suffix(const nn2c_ew_minmax_params_t *p, const T *in1, const T *in2, T *out);
+NN2C_EW_WRAP_DECL(s8, int8_t)
+NN2C_EW_WRAP_DECL(u8, uint8_t)
+NN2C_EW_WRAP_DECL(s16, int16_t)
+NN2C_EW_WRAP_DECL(i64, int64_t)
+#undef NN2C_EW_WRAP_DECL
+
+void nn2c_maximum_u8(const nn2c_ew_minmax_params_t *p, const uint8_t *in1, const uint8_t *in2, uint8_t *out);
+void nn2c_minimum_u8(const nn2c_ew_minmax_params_t *p, const uint8_t *in1, const uint8_t *in2, uint8_t *out);
+
 void nn2c_quantize_f32_s8(const nn2c_quantize_params_t *p, const float *in, int8_t *out);
 void nn2c_quantize_f32_s16(const nn2c_quantize_params_t *p, const float *in, int16_t *out);
 
@@ -111,13 +129,14 @@ void nn2c_dequantize_s8_f32(const nn2c_quantize_params_t *p, const int8_t *in, f
 void nn2c_dequantize_s16_f32(const nn2c_quantize_params_t *p, const int16_t *in, float *out);
 void nn2c_dequantize_u8_f32(const nn2c_quantize_params_t *p, const uint8_t *in, float *out);
 
-/* CAST: nn2c_cast_<from>_<to>(count, in, out). Suffixes: s8, s16, i32, f32 and b8 (bool stored
+/* CAST: nn2c_cast_<from>_<to>(count, in, out). Suffixes: s8, u8, s16, i32, f32 and b8 (bool stored
  * as one byte, 0 or 1). Integers narrow by wrapping, floats to integers truncate and saturate
  * (NaN gives 0), anything to bool is `x != 0`. */
 #define NN2C_EW_CAST_DECL(from, to, tin, tout) \
     void nn2c_cast_##from##_##to(int32_t count, const tin *in, tout *out);
 #define NN2C_EW_CAST_DECL_FROM(from, tin)               \
     NN2C_EW_CAST_DECL(from, s8, tin, int8_t)            \
+    NN2C_EW_CAST_DECL(from, u8, tin, uint8_t)           \
     NN2C_EW_CAST_DECL(from, s16, tin, int16_t)          \
     NN2C_EW_CAST_DECL(from, i32, tin, int32_t)          \
     NN2C_EW_CAST_DECL(from, f32, tin, float)            \
@@ -127,6 +146,7 @@ NN2C_EW_CAST_DECL_FROM(s16, int16_t)
 NN2C_EW_CAST_DECL_FROM(i32, int32_t)
 NN2C_EW_CAST_DECL_FROM(f32, float)
 NN2C_EW_CAST_DECL_FROM(b8, uint8_t)
+NN2C_EW_CAST_DECL_FROM(u8, uint8_t)
 #undef NN2C_EW_CAST_DECL_FROM
 #undef NN2C_EW_CAST_DECL
 

@@ -2,6 +2,8 @@
  * See nn2c_matmul.h for the arithmetic. */
 #include "nn2c_matmul.h"
 
+#include <math.h>
+
 /* Element offsets of both operands for output batch b (the batch loop nest as an odometer). */
 static void nn2c_mm_batch_offsets(const nn2c_mm_shape_t *s, int32_t b, int32_t *lhs, int32_t *rhs) {
     int32_t l = 0, r = 0;
@@ -217,6 +219,141 @@ void nn2c_tconv_s16(const nn2c_tconv_q_params_t *p, const int16_t *input, const 
                     const int32_t v = nn2c_mbqm_i64(acc, p->multipliers[oc], (int)p->shifts[oc]) + p->output_offset;
                     out[oc] = (int16_t)nn2c_clamp_i32(v, p->act_min, p->act_max);
                 }
+            }
+        }
+    }
+}
+
+/* ---- DET --------------------------------------------------------------------------------------- */
+
+void nn2c_det_f32(int32_t count, int32_t n, void *work, const float *input, float *output) {
+    double *a = (double *)work;
+    const size_t area = (size_t)n * (size_t)n;
+    for (int32_t m = 0; m < count; ++m) {
+        for (size_t k = 0; k < area; ++k) {
+            a[k] = (double)input[(size_t)m * area + k];
+        }
+        double det = 1.0;
+        for (int32_t col = 0; col < n && det != 0.0; ++col) {
+            int32_t pivot = col;
+            for (int32_t r = col + 1; r < n; ++r) {
+                if (fabs(a[(size_t)r * (size_t)n + (size_t)col]) > fabs(a[(size_t)pivot * (size_t)n + (size_t)col])) {
+                    pivot = r;
+                }
+            }
+            if (pivot != col) {
+                for (int32_t k = 0; k < n; ++k) {
+                    const double t = a[(size_t)col * (size_t)n + (size_t)k];
+                    a[(size_t)col * (size_t)n + (size_t)k] = a[(size_t)pivot * (size_t)n + (size_t)k];
+                    a[(size_t)pivot * (size_t)n + (size_t)k] = t;
+                }
+                det = -det;
+            }
+            const double d = a[(size_t)col * (size_t)n + (size_t)col];
+            det *= d;
+            if (d == 0.0) {
+                break; /* singular (also the NaN-free way out: no division by the zero pivot) */
+            }
+            for (int32_t r = col + 1; r < n; ++r) {
+                const double f = a[(size_t)r * (size_t)n + (size_t)col] / d;
+                for (int32_t k = col; k < n; ++k) {
+                    a[(size_t)r * (size_t)n + (size_t)k] -= f * a[(size_t)col * (size_t)n + (size_t)k];
+                }
+            }
+        }
+        output[m] = (float)det;
+    }
+}
+
+/* ---- CAUSAL_CONV ------------------------------------------------------------------------------- */
+
+static float nn2c_causal_tap(const float *past, const float *input, int32_t keep, int32_t i) {
+    if (i < keep) {
+        return past != NULL ? past[i] : 0.0f;
+    }
+    return input[i - keep];
+}
+
+void nn2c_causal_conv_f32(const nn2c_causal_conv_params_t *p, const float *input, const float *weight,
+                          const float *bias, const float *past, float *output, float *present) {
+    const int32_t keep = p->kernel - 1;
+    for (int32_t b = 0; b < p->batch; ++b) {
+        for (int32_t c = 0; c < p->channels; ++c) {
+            const size_t row = (size_t)b * (size_t)p->channels + (size_t)c;
+            const float *x = input + row * (size_t)p->length;
+            const float *s = past != NULL ? past + row * (size_t)keep : NULL;
+            const float *w = weight + (size_t)c * (size_t)p->kernel;
+            float *y = output + row * (size_t)p->length;
+            for (int32_t t = 0; t < p->length; ++t) {
+                float acc = bias != NULL ? bias[c] : 0.0f;
+                for (int32_t j = 0; j < p->kernel; ++j) {
+                    acc += w[j] * nn2c_causal_tap(s, x, keep, t + j);
+                }
+                y[t] = p->silu ? acc / (1.0f + expf(-acc)) : acc;
+            }
+            for (int32_t i = 0; i < keep; ++i) {
+                present[row * (size_t)keep + (size_t)i] = nn2c_causal_tap(s, x, keep, p->length + i);
+            }
+        }
+    }
+}
+
+/* ---- DEFORM_CONV ------------------------------------------------------------------------------- */
+
+/* Bilinear read of an H x W plane at (h, w); each corner outside the plane reads 0. NaN and far
+ * coordinates read 0 (no conversion of an out-of-range double to an integer). */
+static float nn2c_deform_sample(const float *plane, int32_t height, int32_t width, double h, double w) {
+    if (!(h > -1.0 && h < (double)height && w > -1.0 && w < (double)width)) {
+        return 0.0f;
+    }
+    const double h0 = floor(h), w0 = floor(w);
+    const int32_t r0 = (int32_t)h0, c0 = (int32_t)w0;
+    double acc = 0.0;
+    for (int32_t dr = 0; dr < 2; ++dr) {
+        for (int32_t dc = 0; dc < 2; ++dc) {
+            const int32_t r = r0 + dr, c = c0 + dc;
+            if (r >= 0 && r < height && c >= 0 && c < width) {
+                const double weight = (1.0 - fabs(h - (h0 + dr))) * (1.0 - fabs(w - (w0 + dc)));
+                acc += weight * (double)plane[(size_t)r * (size_t)width + (size_t)c];
+            }
+        }
+    }
+    return (float)acc;
+}
+
+void nn2c_deform_conv_f32(const nn2c_deform_conv_params_t *p, const float *input, const float *weight,
+                          const float *offset, const float *bias, const float *mask, float *output) {
+    const int32_t cpg = p->channels / p->group, opg = p->out_channels / p->group;
+    const int32_t per_offset_group = p->channels / p->offset_group;
+    const int32_t taps = p->kernel_h * p->kernel_w;
+    const size_t positions = (size_t)p->out_height * (size_t)p->out_width;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        for (int32_t o = 0; o < p->out_channels; ++o) {
+            float *y = output + ((size_t)n * (size_t)p->out_channels + (size_t)o) * positions;
+            const int32_t g = o / opg;
+            for (size_t at = 0; at < positions; ++at) {
+                const int32_t i = (int32_t)(at / (size_t)p->out_width), j = (int32_t)(at % (size_t)p->out_width);
+                float acc = bias != NULL ? bias[o] : 0.0f;
+                for (int32_t cg = 0; cg < cpg; ++cg) {
+                    const int32_t c = g * cpg + cg;
+                    const int32_t og = c / per_offset_group;
+                    const float *plane = input + ((size_t)n * (size_t)p->channels + (size_t)c) * (size_t)p->height *
+                                                     (size_t)p->width;
+                    for (int32_t t = 0; t < taps; ++t) {
+                        const int32_t a = t / p->kernel_w, b = t % p->kernel_w;
+                        const size_t base = (size_t)n * (size_t)p->offset_group + (size_t)og;
+                        const size_t off = ((base * (size_t)taps + (size_t)t) * 2u) * positions + at;
+                        const double h = (double)(i * p->stride_h - p->pad_top + a * p->dilation_h) + (double)offset[off];
+                        const double w = (double)(j * p->stride_w - p->pad_left + b * p->dilation_w) +
+                                         (double)offset[off + positions];
+                        float v = nn2c_deform_sample(plane, p->height, p->width, h, w);
+                        if (mask != NULL) {
+                            v *= mask[(base * (size_t)taps + (size_t)t) * positions + at];
+                        }
+                        acc += weight[(((size_t)o * (size_t)cpg + (size_t)cg) * (size_t)taps) + (size_t)t] * v;
+                    }
+                }
+                y[at] = acc;
             }
         }
     }

@@ -43,6 +43,33 @@ typedef struct {
     int32_t act_min, act_max;
 } nn2c_batch_matmul_q_params_t;
 
+/* Determinant of each of `count` row-major n x n matrices (ONNX Det): LU decomposition with
+ * partial pivoting in double, in the 8 n^2-byte scratch `work`. */
+void nn2c_det_f32(int32_t count, int32_t n, void *work, const float *input, float *output);
+
+/* Causal depthwise 1-D convolution with carried state (ONNX CausalConvWithState): p = past (K - 1
+ * positions, zeros when NULL) then input (L positions) per (batch, channel); output[t] = bias +
+ * sum_j weight[c, j] p[t + j], then x * sigmoid(x) when silu; present = the last K - 1 of p. */
+typedef struct {
+    int32_t batch, channels, length, kernel, silu;
+} nn2c_causal_conv_params_t;
+
+void nn2c_causal_conv_f32(const nn2c_causal_conv_params_t *p, const float *input, const float *weight,
+                          const float *bias, const float *past, float *output, float *present);
+
+/* ONNX DeformConv (2-D, float): every tap of the kernel window is shifted by its offset (per
+ * offset group, output position) and read bilinearly, corners outside the image being 0, then
+ * scaled by the mask (when given) and the weight. mask and bias may be NULL. */
+typedef struct {
+    int32_t batch, channels, height, width;
+    int32_t out_channels, out_height, out_width, kernel_h, kernel_w;
+    int32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+    int32_t group, offset_group;
+} nn2c_deform_conv_params_t;
+
+void nn2c_deform_conv_f32(const nn2c_deform_conv_params_t *p, const float *input, const float *weight,
+                          const float *offset, const float *bias, const float *mask, float *output);
+
 void nn2c_batch_matmul_f32(const nn2c_batch_matmul_f32_params_t *p, const float *lhs, const float *rhs,
                            float *out);
 void nn2c_batch_matmul_s8(const nn2c_batch_matmul_q_params_t *p, const int8_t *lhs, const int8_t *rhs,

@@ -473,11 +473,11 @@ void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const fl
 
 /* ---- CUMSUM ------------------------------------------------------------------------------------ */
 
-#define NN2C_CUMSUM_BODY(T)                                                                          \
+#define NN2C_CUMSUM_BODY(T, START)                                                                   \
     for (int32_t a = 0; a < outer; ++a) {                                                            \
         for (int32_t c = 0; c < inner; ++c) {                                                        \
             const size_t base = (size_t)a * (size_t)len * (size_t)inner + (size_t)c;                \
-            T acc = 0;                                                                               \
+            T acc = START;                                                                           \
             for (int32_t i = 0; i < len; ++i) {                                                      \
                 const int32_t k = reverse ? len - 1 - i : i;                                         \
                 const size_t at = base + (size_t)k * (size_t)inner;                                  \
@@ -496,7 +496,7 @@ void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const fl
 #define NN2C_CUMSUM_ADD(T, a, b) ((a) + (b))
 void nn2c_cumsum_f32(const float *input, float *output, int32_t outer, int32_t len, int32_t inner,
                      int32_t exclusive, int32_t reverse) {
-    NN2C_CUMSUM_BODY(float)
+    NN2C_CUMSUM_BODY(float, 0)
 }
 
 #undef NN2C_CUMSUM_ADD
@@ -504,7 +504,21 @@ void nn2c_cumsum_f32(const float *input, float *output, int32_t outer, int32_t l
 #define NN2C_CUMSUM_ADD(T, a, b) ((T)(int32_t)((uint32_t)(a) + (uint32_t)(b)))
 void nn2c_cumsum_s32(const int32_t *input, int32_t *output, int32_t outer, int32_t len, int32_t inner,
                      int32_t exclusive, int32_t reverse) {
-    NN2C_CUMSUM_BODY(int32_t)
+    NN2C_CUMSUM_BODY(int32_t, 0)
+}
+#undef NN2C_CUMSUM_ADD
+
+/* CUMPROD (ONNX CumProd): the same walk with products from 1; int32 products wrap (as uint32) */
+#define NN2C_CUMSUM_ADD(T, a, b) ((a) * (b))
+void nn2c_cumprod_f32(const float *input, float *output, int32_t outer, int32_t len, int32_t inner,
+                      int32_t exclusive, int32_t reverse) {
+    NN2C_CUMSUM_BODY(float, 1.0f)
+}
+#undef NN2C_CUMSUM_ADD
+#define NN2C_CUMSUM_ADD(T, a, b) ((T)(int32_t)((uint32_t)(a) * (uint32_t)(b)))
+void nn2c_cumprod_s32(const int32_t *input, int32_t *output, int32_t outer, int32_t len, int32_t inner,
+                      int32_t exclusive, int32_t reverse) {
+    NN2C_CUMSUM_BODY(int32_t, 1)
 }
 #undef NN2C_CUMSUM_ADD
 
@@ -570,6 +584,20 @@ void nn2c_cumsum_axis_s32(const int32_t *input, int32_t *output, const int32_t *
     int32_t outer, len, inner;
     nn2c_cumsum_split(dims, rank, axis, axis_bytes, &outer, &len, &inner);
     nn2c_cumsum_s32(input, output, outer, len, inner, exclusive, reverse);
+}
+
+void nn2c_cumprod_axis_f32(const float *input, float *output, const int32_t *dims, int32_t rank, const void *axis,
+                           int32_t axis_bytes, int32_t exclusive, int32_t reverse) {
+    int32_t outer, len, inner;
+    nn2c_cumsum_split(dims, rank, axis, axis_bytes, &outer, &len, &inner);
+    nn2c_cumprod_f32(input, output, outer, len, inner, exclusive, reverse);
+}
+
+void nn2c_cumprod_axis_s32(const int32_t *input, int32_t *output, const int32_t *dims, int32_t rank,
+                           const void *axis, int32_t axis_bytes, int32_t exclusive, int32_t reverse) {
+    int32_t outer, len, inner;
+    nn2c_cumsum_split(dims, rank, axis, axis_bytes, &outer, &len, &inner);
+    nn2c_cumprod_s32(input, output, outer, len, inner, exclusive, reverse);
 }
 
 /* ---- OneHot, Range, Compress ------------------------------------------------------------------- */

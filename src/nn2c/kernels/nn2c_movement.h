@@ -113,6 +113,15 @@ void nn2c_cumsum_axis_f32(const float *input, float *output, const int32_t *dims
                           int32_t axis_bytes, int32_t exclusive, int32_t reverse);
 void nn2c_cumsum_axis_s32(const int32_t *input, int32_t *output, const int32_t *dims, int32_t rank,
                           const void *axis, int32_t axis_bytes, int32_t exclusive, int32_t reverse);
+/* Cumulative product (ONNX CumProd), as the sums above: constant axis, or read at run time. */
+void nn2c_cumprod_f32(const float *input, float *output, int32_t outer, int32_t len, int32_t inner,
+                      int32_t exclusive, int32_t reverse);
+void nn2c_cumprod_s32(const int32_t *input, int32_t *output, int32_t outer, int32_t len, int32_t inner,
+                      int32_t exclusive, int32_t reverse);
+void nn2c_cumprod_axis_f32(const float *input, float *output, const int32_t *dims, int32_t rank, const void *axis,
+                           int32_t axis_bytes, int32_t exclusive, int32_t reverse);
+void nn2c_cumprod_axis_s32(const int32_t *input, int32_t *output, const int32_t *dims, int32_t rank,
+                           const void *axis, int32_t axis_bytes, int32_t exclusive, int32_t reverse);
 
 /* ONNX OneHot: output [outer, depth, inner], element = values[1] where index == position else values[0]. */
 typedef struct {

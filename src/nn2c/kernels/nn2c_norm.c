@@ -129,3 +129,25 @@ void nn2c_l2_norm_s8(int32_t outer, int32_t depth, int32_t input_zero_point, con
         }
     }
 }
+
+/* ---- LRN --------------------------------------------------------------------------------------- */
+
+void nn2c_lrn_f32(const nn2c_lrn_params_t *p, const float *input, float *output) {
+    const float factor = p->alpha / (float)p->size;
+    for (int32_t o = 0; o < p->outer; ++o) {
+        const size_t base = (size_t)o * (size_t)p->channels * (size_t)p->inner;
+        for (int32_t c = 0; c < p->channels; ++c) {
+            const int32_t first = c - p->below > 0 ? c - p->below : 0;
+            const int32_t last = c + p->above < p->channels - 1 ? c + p->above : p->channels - 1;
+            for (int32_t i = 0; i < p->inner; ++i) {
+                float sum = 0.0f;
+                for (int32_t k = first; k <= last; ++k) {
+                    const float v = input[base + (size_t)k * (size_t)p->inner + (size_t)i];
+                    sum += v * v;
+                }
+                const size_t at = base + (size_t)c * (size_t)p->inner + (size_t)i;
+                output[at] = input[at] / powf(p->bias + factor * sum, p->beta);
+            }
+        }
+    }
+}

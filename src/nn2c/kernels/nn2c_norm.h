@@ -40,6 +40,16 @@ typedef struct {
 
 void nn2c_lp_norm_f32(const nn2c_lp_norm_params_t *p, const float *input, float *output);
 
+/* Local response normalisation (ONNX LRN) of [outer, channels, inner]: y = x / (bias + alpha /
+ * size * sum of x^2 over channels [c - below, c + above]) ^ beta. */
+typedef struct {
+    int32_t outer, channels, inner;
+    int32_t below, above, size;
+    float alpha, beta, bias;
+} nn2c_lrn_params_t;
+
+void nn2c_lrn_f32(const nn2c_lrn_params_t *p, const float *input, float *output);
+
 void nn2c_l2_norm_s8(int32_t outer, int32_t depth, int32_t input_zero_point, const int8_t *input,
                      int8_t *output);
 

@@ -121,3 +121,41 @@ def rotary_embedding(node: Node, arrays: Arrays) -> list[np.ndarray]:
     if x.ndim == 3:
         heads = heads.transpose(0, 2, 1, 3).reshape(x.shape)
     return [store(node.outputs[0], heads)]
+
+
+LINEAR_RULES = {"linear": 0, "gated": 1, "delta": 2, "gated_delta": 3}
+
+
+@evaluator("LINEAR_ATTENTION")
+def _linear_attention(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    """Per token t, per key-value head (state S [dk, dv], from past_state or zeros):
+    gated rules: S *= exp(g_t) (per head, or per key row); delta rules: v_t = beta_t (v_t - S^T k_t);
+    then S += k_t v_t^T; query head h reads its group's S: o = scale q_t^T S (scale 0: 1 / sqrt(dk))."""
+    a = node.attrs
+    hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
+    rule = str(a.get("update_rule", "gated_delta"))
+    q, k, v = (np.asarray(arrays[i], dtype=np.float32) for i in range(3))
+    past, decay, beta = (arrays[i] if i < len(arrays) else None for i in (3, 4, 5))
+    b, t, _ = q.shape
+    dk, dv = q.shape[2] // hq, v.shape[2] // hkv
+    q4 = q.reshape(b, t, hq, dk).transpose(0, 2, 1, 3)
+    k4 = k.reshape(b, t, hkv, dk).transpose(0, 2, 1, 3)
+    v4 = v.reshape(b, t, hkv, dv).transpose(0, 2, 1, 3)
+    state = np.zeros((b, hkv, dk, dv), np.float32) if past is None else np.asarray(past, np.float32).copy()
+    scale = float(a.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk))
+    out = np.zeros((b, hq, t, dv), np.float32)
+    for i in range(t):
+        if rule in ("gated", "gated_delta"):
+            assert decay is not None
+            g = np.asarray(decay, np.float32)
+            g4 = g.reshape(b, t, hkv, -1).transpose(0, 2, 1, 3)[:, :, i, :]  # (B, Hkv, 1 or dk)
+            state = state * np.exp(g4)[..., None]
+        v_t = v4[:, :, i, :]
+        if rule in ("delta", "gated_delta"):
+            assert beta is not None
+            bt = np.asarray(beta, np.float32)
+            b4 = bt.reshape(b, t, bt.shape[-1], 1).transpose(0, 2, 1, 3)[:, :, i, :]
+            v_t = b4 * (v_t - np.einsum("bhdm,bhd->bhm", state, k4[:, :, i, :]))
+        state = state + k4[:, :, i, :, None] * v_t[..., None, :]
+        out[:, :, i, :] = scale * np.einsum("bhd,bhdm->bhm", q4[:, :, i, :], np.repeat(state, hq // hkv, axis=1))
+    return [out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv), state]

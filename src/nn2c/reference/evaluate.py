@@ -190,6 +190,24 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, integer: bool) -> np.ndarray:
     raise ReferenceError(op)
 
 
+_INTEGER_DTYPES = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def _integer_binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+    """Unquantized integers exactly, as the kernels compute them: ADD / SUB / MUL wrap modulo
+    2^bits (in int64, then narrowed; int64 itself wraps), DIV truncates towards zero with 0 for a
+    zero divisor and MIN for MIN / -1."""
+    a64, b64 = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if op == "DIV":
+            safe = np.where(b64 == 0, 1, b64)
+            quotient = np.abs(a64) // np.abs(safe)  # MIN / -1 overflows back to MIN, as the kernel
+            y = np.where(b64 == 0, 0, np.where((a64 < 0) != (safe < 0), -quotient, quotient))
+        else:
+            y = _binary(op, a64, b64, integer=True)
+    return np.asarray(y).astype(numpy_dtype(dtype))
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
@@ -314,6 +332,12 @@ def _reduce(node: Node, x: np.ndarray, arrays: Arrays) -> np.ndarray:
 def _arith(node: Node, arrays: Arrays) -> list[np.ndarray]:
     op = node.op
     out = node.outputs[0]
+    if op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM") and all(
+            v is not None and v.type.dtype in _INTEGER_DTYPES and v.type.quant is None for v in [*node.inputs[:2], out]):
+        if node.fused_activation != "NONE":
+            raise ReferenceError(f"{op} of unquantized integers with a fused activation")
+        a, b = (np.asarray(arr) for arr in arrays[:2])
+        return [_integer_binary(op, a, b, out.type.dtype).reshape(out.type.shape)]
     xs = [None if v is None or arr is None else real(v, np.asarray(arr))
           for v, arr in zip(node.inputs, arrays, strict=False)]
     if op in _UNARY:

@@ -1,4 +1,5 @@
-"""Reference semantics of BATCH_MATMUL, TRANSPOSE_CONV, L2_NORMALIZATION, NORMALIZE, LP_NORMALIZATION.
+"""Reference semantics of BATCH_MATMUL, TRANSPOSE_CONV, L2_NORMALIZATION, NORMALIZE, LP_NORMALIZATION, LRN, DET,
+CAUSAL_CONV, DEFORM_CONV.
 
 Real-number arithmetic in float64 on dequantized inputs (see reference/evaluate.py), outputs stored
 in the outputs' types; int8 L2_NORMALIZATION is the float formula on the output's fixed 1/128 scale.
@@ -145,3 +146,100 @@ def lp_normalization(node: Node, arrays: Arrays) -> list[np.ndarray]:
     norm = np.sum(np.abs(x), axis=axis, keepdims=True) if p == 1 else np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
     with np.errstate(all="ignore"):
         return [store(node.outputs[0], np.where(norm == 0, 0.0, x / norm))]
+
+
+@evaluator("LRN")
+def _lrn(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    """y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)//2, c + ceil((size-1)/2)])^beta,
+    the channels being axis 1 (ONNX LRN, as onnxruntime computes it)."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    a = node.attrs
+    size, alpha, beta, bias = int(a["size"]), float(a.get("alpha", 1e-4)), float(a.get("beta", 0.75)), \
+        float(a.get("bias", 1.0))
+    below, above = (size - 1) // 2, size - 1 - (size - 1) // 2
+    squares = x * x
+    total = np.zeros_like(x)
+    channels = x.shape[1]
+    for c in range(channels):
+        total[:, c] = squares[:, max(0, c - below):min(channels, c + above + 1)].sum(axis=1)
+    return [(x / (bias + alpha / size * total) ** beta).astype(np.float32)]
+
+
+@evaluator("DET")
+def _det(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x = np.asarray(arrays[0], dtype=np.float64)
+    return [np.asarray(np.linalg.det(x)).astype(np.float32).reshape(node.outputs[0].type.shape)]
+
+
+@evaluator("CAUSAL_CONV")
+def _causal_conv(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    """y[b, c, t] = bias[c] + sum_j w[c, 0, j] * p[b, c, t + j] with p = past_state (or zeros) then x,
+    SiLU-activated when asked; present_state = the last K - 1 positions of p."""
+    x, w = (np.asarray(arrays[i], dtype=np.float64) for i in (0, 1))
+    batch, channels, length = x.shape
+    k = w.shape[-1]
+    past = arrays[3] if len(arrays) > 3 else None
+    past64 = np.zeros((batch, channels, k - 1)) if past is None else np.asarray(past, dtype=np.float64)
+    padded = np.concatenate([past64, x], axis=2)
+    y = np.zeros_like(x)
+    for j in range(k):
+        y += w[:, 0, j][None, :, None] * padded[:, :, j:j + length]
+    bias = arrays[2] if len(arrays) > 2 else None
+    if bias is not None:
+        y += np.asarray(bias, dtype=np.float64)[None, :, None]
+    if node.attrs.get("activation", "none") == "silu":
+        y = y / (1.0 + np.exp(-y))
+    return [y.astype(np.float32), padded[:, :, length:].astype(np.float32).reshape(node.outputs[1].type.shape)]
+
+
+def bilinear_zero_padded(image: np.ndarray, h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """image [H, W] sampled at real coordinates (h, w): bilinear, corners outside the image read 0."""
+    height, width = image.shape
+    h0, w0 = np.floor(h), np.floor(w)
+    result = np.zeros(np.shape(h), dtype=np.float64)
+    for dh in (0, 1):
+        for dw in (0, 1):
+            hh, ww = h0 + dh, w0 + dw
+            weight = (1.0 - np.abs(h - hh)) * (1.0 - np.abs(w - ww))
+            inside = (hh >= 0) & (hh < height) & (ww >= 0) & (ww < width)
+            hi = np.clip(hh, 0, height - 1).astype(np.int64)
+            wi = np.clip(ww, 0, width - 1).astype(np.int64)
+            result += np.where(inside, weight * image[hi, wi], 0.0)
+    return result
+
+
+@evaluator("DEFORM_CONV")
+def _deform_conv(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    """y[n, o, i, j] = bias[o] + sum over the group's channels c and taps (a, b) of
+    w[o, c, a, b] * mask * x[n, c] sampled at (i sh - pt + a dh + dy, j sw - pl + b dw + dx), with
+    (dy, dx) and mask those of c's offset group at (i, j): bilinear, zero outside (ONNX DeformConv)."""
+    x, w, offset = (np.asarray(arrays[i], dtype=np.float64) for i in range(3))
+    bias = arrays[3] if len(arrays) > 3 else None
+    mask = arrays[4] if len(arrays) > 4 else None
+    a = node.attrs
+    (sh, sw), (pt, pl), (dh, dw) = a["strides"], a["pads"][:2], a["dilations"]
+    group, offset_group = int(a["group"]), int(a["offset_group"])
+    n, channels = x.shape[:2]
+    oc, cpg, kh, kw = w.shape
+    oh, ow = offset.shape[2:]
+    offsets = offset.reshape(n, offset_group, kh, kw, 2, oh, ow)
+    masks = (np.ones((n, offset_group, kh, kw, oh, ow)) if mask is None
+             else np.asarray(mask, dtype=np.float64).reshape(n, offset_group, kh, kw, oh, ow))
+    y = np.zeros((n, oc, oh, ow))
+    if bias is not None:
+        y += np.asarray(bias, dtype=np.float64).reshape(1, -1, 1, 1)
+    rows = (np.arange(oh) * sh - pt)[:, None]
+    cols = (np.arange(ow) * sw - pl)[None, :]
+    per_offset_group = channels // offset_group
+    for b in range(n):
+        for c in range(channels):
+            g, og = c // cpg, c // per_offset_group
+            for i in range(kh):
+                for j in range(kw):
+                    h = rows + i * dh + offsets[b, og, i, j, 0]
+                    ww = cols + j * dw + offsets[b, og, i, j, 1]
+                    sample = bilinear_zero_padded(x[b, c], h, ww) * masks[b, og, i, j]
+                    outs = range(g * (oc // group), (g + 1) * (oc // group))
+                    for o in outs:
+                        y[b, o] += w[o, c % cpg, i, j] * sample
+    return [y.astype(np.float32)]

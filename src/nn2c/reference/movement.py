@@ -452,6 +452,27 @@ def _cumsum(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [summed.astype(numpy_dtype(out.type.dtype)).reshape(out.type.shape)]
 
 
+@evaluator("CUMPROD")
+def _cumprod(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    """ONNX CumProd: products from 1 (exclusive: shifted by one), integers wrapping."""
+    x, out = node.inputs[0], node.outputs[0]
+    assert x is not None
+    values = np.asarray(arrays[0])
+    axis = _ints(arrays[1], "axis")[0] % max(values.ndim, 1)
+    if values.ndim == 0:
+        return [values.astype(numpy_dtype(out.type.dtype)).reshape(out.type.shape)]
+    if node.attrs.get("reverse"):
+        values = np.flip(values, axis)
+    if node.attrs.get("exclusive"):
+        ones = np.ones_like(np.take(values, [0], axis=axis))
+        values = np.concatenate([ones, np.take(values, np.arange(values.shape[axis] - 1), axis=axis)], axis=axis)
+    with np.errstate(over="ignore"):
+        result = np.cumprod(values, axis=axis, dtype=values.dtype)
+    if node.attrs.get("reverse"):
+        result = np.flip(result, axis)
+    return [result.astype(numpy_dtype(out.type.dtype)).reshape(out.type.shape)]
+
+
 @evaluator("RANGE")
 def _range(node: Node, arrays: Arrays) -> list[np.ndarray]:
     out = node.outputs[0]

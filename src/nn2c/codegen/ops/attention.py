@@ -11,6 +11,9 @@ scratch row of Skv floats.
 
 ROTARY_EMBEDDING (attrs num_heads for a 3-D x, rotary_dim (0: the head size), interleaved): x and
 the output share one layout and strides; cos / sin are [B or 1, S, rotary_dim / 2].
+
+LINEAR_ATTENTION: one float kernel (kernels/nn2c_attention.c) that keeps the recurrent state in the
+present_state output and needs dv floats of scratch; absent past_state / decay / beta are NULL.
 """
 
 from __future__ import annotations
@@ -152,3 +155,37 @@ def rotary_embedding(node: Node, ctx: EmitContext) -> None:
         "cache_batch_stride": 0 if cos.type.shape[0] == 1 else x.rows * (rotary // 2),
     })
     ctx.call("nn2c_rotary_embedding_f32", params, ctx.ptr(x_in), ctx.ptr(cos), ctx.ptr(sin), ctx.ptr(out))
+
+
+@lowering("LINEAR_ATTENTION")
+def linear_attention(node: Node, ctx: EmitContext) -> None:
+    from nn2c.reference.attention import LINEAR_RULES
+
+    q, k, v = node.input(0), node.input(1), node.input(2)
+    past, decay, beta = node.input(3), node.input(4), node.input(5)
+    if q is None or k is None or v is None or len(node.outputs) != 2:
+        raise ctx.unsupported("LINEAR_ATTENTION needs query, key, value and two outputs")
+    out, present = node.outputs
+    given = [x for x in (q, k, v, past, decay, beta, out, present) if x is not None]
+    if any(x.type.dtype != "float32" for x in given):
+        raise ctx.unsupported("LINEAR_ATTENTION of float32 is supported")
+    a = node.attrs
+    hq, hkv, rule = int(a["q_num_heads"]), int(a["kv_num_heads"]), str(a.get("update_rule", "gated_delta"))
+    b, t, qd = q.type.shape
+    dk, dv = qd // hq, v.type.shape[2] // hkv
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    ok = (rule in LINEAR_RULES and hkv > 0 and hq % hkv == 0 and (decay is not None) == gated
+          and (beta is not None) == delta and list(present.type.shape) == [b, hkv, dk, dv]
+          and list(out.type.shape) == [b, t, hq * dv])
+    if not ok:
+        raise ctx.unsupported(f"LINEAR_ATTENTION {rule} with inputs {[list(x.type.shape) for x in given]}")
+    if out.type.num_elements == 0 and present.type.num_elements == 0:
+        return
+    ctx.use_kernel("attention")
+    params = ctx.params_struct("nn2c_linear_attention_params_t", {
+        "batch": b, "steps": t, "q_heads": hq, "kv_heads": hkv, "dk": dk, "dv": dv, "rule": LINEAR_RULES[rule],
+        "decay_per_key": int(decay is not None and decay.type.shape[-1] == hkv * dk and dk != 1),
+        "beta_heads": beta.type.shape[-1] if beta is not None else 1,
+        "scale": float(a.get("scale", 0.0)) or 1.0 / float(dk) ** 0.5})
+    ctx.call("nn2c_linear_attention_f32", params, ctx.ptr(q), ctx.ptr(k), ctx.ptr(v), ctx.ptr(past), ctx.ptr(decay),
+             ctx.ptr(beta), ctx.ptr(out), ctx.ptr(present), ctx.scratch(4 * max(dv, 1)))

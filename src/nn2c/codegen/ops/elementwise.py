@@ -18,6 +18,9 @@ Quantized parameters are computed as TFLite Micro's Prepare computes them:
       int -> int: m = s_in / s_out in double (QuantizeMultiplier); y = clamp(M(x - zp_in) + zp_out).
   DEQUANTIZE: y = (float)(s_in * (x - zp_in)).
   CAST: C conversions; float -> integer truncates and saturates (NaN -> 0), anything -> bool is x != 0.
+Integer tensors without quantization parameters (ONNX arithmetic on int8 / uint8 / int16 / int64,
+as onnxruntime computes it): ADD, SUB and MUL wrap modulo 2^bits, DIV truncates towards zero (a zero
+divisor gives 0, MIN / -1 gives MIN), no fused activation (`nn2c_<op>_wrap_<suffix>`).
 M(.) is the fixed-point multiply by a (mantissa, shift) pair (MultiplyByQuantizedMultiplier). Fused
 activations become integer clamps (CalculateActivationRangeQuantized), float clamps, or int32 clamps
 (CalculateActivationRange<int32_t>; TFLite Micro's int32 ADD ignores its activation).
@@ -46,7 +49,7 @@ _REQUANTIZE_PAIRS = {
     ("int16", "int8"), ("int16", "int16"), ("int16", "int32"),
     ("uint8", "int8"), ("int32", "int8"), ("int32", "int16"),
 }
-_CAST_TYPES = ("int8", "int16", "int32", "float32", "bool")
+_CAST_TYPES = ("int8", "uint8", "int16", "int32", "float32", "bool")
 
 Loop = tuple[int, int, int]  # (extent, input-1 stride, input-2 stride), in elements
 
@@ -160,6 +163,24 @@ def _emit_binary(ctx: EmitContext, function: str, ctype: str, fields: dict, a: V
     ctx.call(function, params, ctx.ptr(a), ctx.ptr(b), ctx.ptr(out))
 
 
+_WRAP_DTYPES = ("int8", "uint8", "int16", "int64")
+
+
+def plain_integer(values: Sequence[Value]) -> bool:
+    """Integer operands without quantization: arithmetic on the stored integers themselves."""
+    return all(v.type.dtype in _WRAP_DTYPES and v.type.quant is None for v in values)
+
+
+def emit_wrapping(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -> None:
+    """ADD / SUB / MUL / DIV of unquantized integers: two's-complement wrapping, truncating division."""
+    _require_dtypes(ctx, [a, b, out], out.type.dtype)
+    if _activation(node) != "NONE":
+        raise ctx.unsupported(f"{node.op} of unquantized {out.type.dtype} with a fused activation "
+                              f"({_activation(node)}); apply the activation as its own operator")
+    _emit_binary(ctx, f"nn2c_{node.op.lower()}_wrap_{_SUFFIX[out.type.dtype]}", "nn2c_ew_minmax_params_t", {},
+                 a, b, out)
+
+
 def _float_params(ctx: EmitContext, node: Node) -> dict:
     lo, hi = float_activation_range(ctx, _activation(node))
     return {"act_min": lo, "act_max": hi}
@@ -169,6 +190,9 @@ def _float_params(ctx: EmitContext, node: Node) -> dict:
 @lowering("ADD")
 def add(node: Node, ctx: EmitContext) -> None:
     a, b, out = _binary_operands(node, ctx)
+    if plain_integer([a, b, out]):
+        emit_wrapping(ctx, node, a, b, out)
+        return
     dtype = out.type.dtype
     if dtype in ("int8", "int16"):
         _require_dtypes(ctx, [a, b, out], dtype)
@@ -233,6 +257,9 @@ def _add_s8_simd(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -
 @lowering("MUL")
 def mul(node: Node, ctx: EmitContext) -> None:
     a, b, out = _binary_operands(node, ctx)
+    if plain_integer([a, b, out]):
+        emit_wrapping(ctx, node, a, b, out)
+        return
     dtype = a.type.dtype
     _require_dtypes(ctx, [a, b, out], dtype)
     if dtype in ("int8", "int16"):
@@ -260,6 +287,9 @@ def mul(node: Node, ctx: EmitContext) -> None:
 @lowering("DIV")
 def div(node: Node, ctx: EmitContext) -> None:
     a, b, out = _binary_operands(node, ctx)
+    if plain_integer([a, b, out]):
+        emit_wrapping(ctx, node, a, b, out)
+        return
     dtype = out.type.dtype
     _require_dtypes(ctx, [a, b, out], dtype)
     if dtype == "int8":
@@ -287,8 +317,9 @@ def div(node: Node, ctx: EmitContext) -> None:
 def maximum_minimum(node: Node, ctx: EmitContext) -> None:
     a, b, out = _binary_operands(node, ctx)
     dtype = out.type.dtype
-    if dtype not in ("int8", "int16", "int32", "int64", "float32"):
-        raise ctx.unsupported(f"{node.op} of {dtype} is not supported")
+    if dtype not in ("int8", "uint8", "int16", "int32", "int64", "float32"):
+        raise ctx.unsupported(f"{node.op} of {dtype} is not supported (int8, uint8, int16, int32, int64, "
+                              "float32 are)")
     _require_dtypes(ctx, [a, b, out], dtype)
     # TFLite Micro compares the raw values, whatever the quantization
     _emit_binary(ctx, f"nn2c_{node.op.lower()}_{_SUFFIX[dtype]}", "nn2c_ew_minmax_params_t", {}, a, b, out)

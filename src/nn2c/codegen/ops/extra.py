@@ -27,7 +27,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import LOWERINGS, Lowering, lowering
 from nn2c.codegen.ops.common import float_activation_range, int_activation_range, scale, zero_point
-from nn2c.codegen.ops.elementwise import broadcast_field
+from nn2c.codegen.ops.elementwise import broadcast_field, emit_wrapping, plain_integer
 from nn2c.ir import Node, Value, dtype_bytes
 from nn2c.ir.ops import op_info
 from nn2c.quant.fixedpoint import (
@@ -213,6 +213,9 @@ def sub(node: Node, ctx: EmitContext) -> None:
     dtype = out.type.dtype
     if a.type.dtype != dtype or b.type.dtype != dtype:
         raise ctx.unsupported("all operands must have the same type")
+    if plain_integer([a, b, out]):
+        emit_wrapping(ctx, node, a, b, out)
+        return
     if out.type.num_elements == 0:
         return
     activation = str(node.fused_activation)

@@ -14,6 +14,12 @@ Parameters follow TensorFlow Lite Micro's Prepare:
   (the filter zero point is ignored); int16x8: int64 bias (a constant int16 bias is widened at
   compile time, as TFLM does at run time), no offsets. nn2c extensions for ONNX ConvTranspose:
   attrs explicit_padding (top, bottom, left, right), dilation_h_factor / dilation_w_factor, groups.
+- DET (nn2c-internal, from ONNX Det): float32 [..., n, n] -> [...], LU with partial pivoting in
+  double in an 8 n^2-byte scratch.
+- CAUSAL_CONV (nn2c-internal, from ONNX CausalConvWithState): float32, every operand run-time
+  data; absent bias / past_state are NULL (zeros).
+- DEFORM_CONV (nn2c-internal, from ONNX DeformConv): float32 2-D, every operand run-time data;
+  absent bias / mask are NULL.
 """
 
 from __future__ import annotations
@@ -254,3 +260,85 @@ def transpose_conv(node: Node, ctx: EmitContext) -> None:
     suffix = "s8" if dtype == "int8" else "s16"
     ctx.call(f"nn2c_tconv_{suffix}", params, ctx.ptr(x), ctx.ptr(w), bias_ptr, ctx.ptr(out))
 
+
+
+@lowering("DET")
+def det(node: Node, ctx: EmitContext) -> None:
+    x, out = node.input(0), node.outputs[0]
+    if x is None or x.type.dtype != "float32" or out.type.dtype != "float32":
+        raise ctx.unsupported("DET of float32 into float32 is supported")
+    shape = list(x.type.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2] or list(out.type.shape) != shape[:-2]:
+        raise ctx.unsupported(f"DET of {shape} into {list(out.type.shape)} (square matrices [..., n, n] into [...])")
+    if out.type.num_elements == 0:
+        return
+    n = shape[-1]
+    ctx.use_kernel("matmul")
+    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
+    ctx.call("nn2c_det_f32", str(prod(shape[:-2])), str(n), ctx.scratch(8 * max(n * n, 1)), ctx.ptr(x), ctx.ptr(out))
+
+
+@lowering("CAUSAL_CONV")
+def causal_conv(node: Node, ctx: EmitContext) -> None:
+    x, w = node.input(0), node.input(1)
+    bias, past = node.input(2), node.input(3)
+    if x is None or w is None or len(node.outputs) != 2:
+        raise ctx.unsupported("CAUSAL_CONV needs input, weight and two outputs")
+    out, present = node.outputs
+    values = [v for v in (x, w, bias, past, out, present) if v is not None]
+    if any(v.type.dtype != "float32" for v in values):
+        raise ctx.unsupported("CAUSAL_CONV of float32 is supported")
+    if len(x.type.shape) != 3 or len(w.type.shape) != 3:
+        raise ctx.unsupported(f"CAUSAL_CONV of {list(x.type.shape)} with weight {list(w.type.shape)}")
+    batch, channels, length = x.type.shape
+    k = w.type.shape[2]
+    checks = [list(w.type.shape) == [channels, 1, k], k >= 1, list(out.type.shape) == [batch, channels, length],
+              list(present.type.shape) == [batch, channels, k - 1],
+              bias is None or list(bias.type.shape) == [channels],
+              past is None or list(past.type.shape) == [batch, channels, k - 1]]
+    if not all(checks):
+        raise ctx.unsupported(f"CAUSAL_CONV shapes do not fit: input {list(x.type.shape)}, weight {list(w.type.shape)}")
+    if batch * channels == 0:
+        return
+    ctx.use_kernel("matmul")
+    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
+    params = ctx.params_struct("nn2c_causal_conv_params_t", {
+        "batch": batch, "channels": channels, "length": length, "kernel": k,
+        "silu": int(node.attrs.get("activation", "none") == "silu")})
+    ctx.call("nn2c_causal_conv_f32", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(bias), ctx.ptr(past), ctx.ptr(out),
+             ctx.ptr(present))
+
+
+@lowering("DEFORM_CONV")
+def deform_conv(node: Node, ctx: EmitContext) -> None:
+    x, w, offset = node.input(0), node.input(1), node.input(2)
+    bias, mask = node.input(3), node.input(4)
+    out = node.outputs[0]
+    if x is None or w is None or offset is None:
+        raise ctx.unsupported("DEFORM_CONV needs x, weight and offset")
+    if any(v.type.dtype != "float32" for v in (x, w, offset, bias, mask, out) if v is not None):
+        raise ctx.unsupported("DEFORM_CONV of float32 is supported")
+    a = node.attrs
+    n, channels, height, width = x.type.shape
+    oc, cpg, kh, kw = w.type.shape
+    oh, ow = out.type.shape[2:]
+    group, offset_group = int(a["group"]), int(a["offset_group"])
+    ok = (channels == cpg * group and oc % group == 0 and channels % offset_group == 0
+          and list(offset.type.shape) == [n, offset_group * kh * kw * 2, oh, ow]
+          and (mask is None or list(mask.type.shape) == [n, offset_group * kh * kw, oh, ow])
+          and (bias is None or list(bias.type.shape) == [oc]) and list(out.type.shape) == [n, oc, oh, ow])
+    if not ok:
+        raise ctx.unsupported(f"DEFORM_CONV shapes do not fit: x {list(x.type.shape)}, weight {list(w.type.shape)}, "
+                              f"offset {list(offset.type.shape)}")
+    if out.type.num_elements == 0:
+        return
+    ctx.use_kernel("matmul")
+    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
+    (sh, sw), (pt, pl), (dh, dw) = a["strides"], a["pads"][:2], a["dilations"]
+    params = ctx.params_struct("nn2c_deform_conv_params_t", {
+        "batch": n, "channels": channels, "height": height, "width": width, "out_channels": oc,
+        "out_height": oh, "out_width": ow, "kernel_h": kh, "kernel_w": kw, "stride_h": sh, "stride_w": sw,
+        "pad_top": pt, "pad_left": pl, "dilation_h": dh, "dilation_w": dw, "group": group,
+        "offset_group": offset_group})
+    ctx.call("nn2c_deform_conv_f32", params, ctx.ptr(x), ctx.ptr(w), ctx.ptr(offset), ctx.ptr(bias), ctx.ptr(mask),
+             ctx.ptr(out))

@@ -451,17 +451,19 @@ def resize(node: Node, ctx: EmitContext) -> None:
 # ---- CUMSUM, ONE_HOT, RANGE, COMPRESS --------------------------------------------------------------
 
 
-@lowering("CUMSUM")
+@lowering("CUMSUM", "CUMPROD")
 def cumsum(node: Node, ctx: EmitContext) -> None:
     x, axis_v, out = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and axis_v is not None
     _same_dtype(ctx, x, out)
-    if x.type.dtype == "int8":
+    if x.type.dtype == "int8" and node.op == "CUMSUM":
         _cumsum_s8(node, ctx)
         return
     suffix = {"float32": "f32", "int32": "s32"}.get(x.type.dtype)
+    kernel = node.op.lower()
     if suffix is None:
-        raise ctx.unsupported(f"CUMSUM of {x.type.dtype} (float32, int32 and int8 are supported)")
+        supported = "float32, int32 and int8" if node.op == "CUMSUM" else "float32 and int32"
+        raise ctx.unsupported(f"{node.op} of {x.type.dtype} ({supported} are supported)")
     shape = list(x.type.shape) or [1]
     exclusive, reverse = str(int(bool(node.attrs.get("exclusive")))), str(int(bool(node.attrs.get("reverse"))))
     if out.type.num_elements == 0:
@@ -472,13 +474,13 @@ def cumsum(node: Node, ctx: EmitContext) -> None:
         axis = axis + len(shape) if axis < 0 else axis
         if not 0 <= axis < len(shape):
             raise ctx.unsupported(f"axis {axis} is out of range for rank {len(shape)}")
-        ctx.call(f"nn2c_cumsum_{suffix}", ctx.ptr(x), ctx.ptr(out), str(prod(shape[:axis])), str(shape[axis]),
+        ctx.call(f"nn2c_{kernel}_{suffix}", ctx.ptr(x), ctx.ptr(out), str(prod(shape[:axis])), str(shape[axis]),
                  str(prod(shape[axis + 1:])), exclusive, reverse)
         return
     if axis_v.type.dtype not in ("int32", "int64", "int16"):
         raise ctx.unsupported(f"a run-time axis of type {axis_v.type.dtype}")
     dims = ctx.const_array(np.array(shape, dtype=np.int32), "int32_t", "dims")
-    ctx.call(f"nn2c_cumsum_axis_{suffix}", ctx.ptr(x), ctx.ptr(out), dims, str(len(shape)), ctx.ptr(axis_v),
+    ctx.call(f"nn2c_{kernel}_axis_{suffix}", ctx.ptr(x), ctx.ptr(out), dims, str(len(shape)), ctx.ptr(axis_v),
              str(dtype_bytes(axis_v.type.dtype)), exclusive, reverse)
 
 

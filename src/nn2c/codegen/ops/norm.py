@@ -7,6 +7,8 @@
   are x[i0, ..., i_{axis-1}, :, ..., :]; the optional scale / bias (inputs 1, 2, flat) are indexed
   by the flat position over shape[first:last + 1]; optional outputs 1, 2: mean and 1 / std per group.
 - LP_NORMALIZATION (attrs axis, p): x / ||x||_p along one axis, p = 1 or 2 (no epsilon, as ONNX).
+- LRN (attrs size, alpha, beta, bias): across the channels (axis 1) of [N, C, spatial...], float32;
+  the window is [c - (size-1)//2, c + ceil((size-1)/2)] clipped to the channels.
 """
 
 from __future__ import annotations
@@ -119,3 +121,23 @@ def lp_normalization(node: Node, ctx: EmitContext) -> None:
         "p": p, "epsilon": 0.0,
     })
     ctx.call("nn2c_lp_norm_f32", params, ctx.ptr(x), ctx.ptr(out))
+
+
+@lowering("LRN")
+def lrn(node: Node, ctx: EmitContext) -> None:
+    x, out = _float_io(ctx, node)
+    shape = list(x.type.shape)
+    size = int(node.attrs.get("size", 0))
+    if len(shape) < 2 or size < 1:
+        raise ctx.unsupported(f"LRN of {shape} with size {size} (rank 2 or more, size 1 or more)")
+    if out.type.num_elements == 0:
+        return
+    ctx.use_kernel("norm")
+    below = (size - 1) // 2
+    params = ctx.params_struct("nn2c_lrn_params_t", {
+        "outer": shape[0], "channels": shape[1], "inner": prod(shape[2:]),
+        "below": below, "above": size - 1 - below, "size": size,
+        "alpha": float(node.attrs.get("alpha", 1e-4)), "beta": float(node.attrs.get("beta", 0.75)),
+        "bias": float(node.attrs.get("bias", 1.0)),
+    })
+    ctx.call("nn2c_lrn_f32", params, ctx.ptr(x), ctx.ptr(out))

@@ -37,7 +37,7 @@ from typing import Any
 
 from nn2c.errors import InvalidModelError
 from nn2c.frontends.onnx.context import CONVERTERS, ConversionContext, converts, load_converters
-from nn2c.frontends.onnx.fold import fold_shape_arithmetic, unshaped_outputs
+from nn2c.frontends.onnx.fold import bind_range_lengths, fold_shape_arithmetic, unshaped_outputs
 from nn2c.frontends.onnx.inference import infer_shapes_isolated
 from nn2c.frontends.onnx.model import (
     MAX_OPSET,
@@ -70,6 +70,8 @@ def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False
     model = infer(model)
     if unshaped_outputs(model):  # shape arithmetic that inference did not evaluate: fold it, infer again
         model = fold_shape_arithmetic(model, infer)
+    if unshaped_outputs(model):  # run-time Range lengths that the declared output shapes fix
+        model = bind_range_lengths(model, infer)
     graph = import_graph(model, str(path), nhwc_io)
     try:
         verify(graph)

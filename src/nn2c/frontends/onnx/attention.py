@@ -17,6 +17,9 @@ qk_matmul_output?), following onnx.reference's op_attention.py:
 RotaryEmbedding (opset 23) -> ROTARY_EMBEDDING(x, cos, sin): with constant position_ids the caches
 are gathered at import (cos_cache[position_ids] -> [B, S, R / 2] constants); run-time position ids
 are refused (nn2c has no int64 run-time indices).
+- LinearAttention (opset 27) -> LINEAR_ATTENTION (float32): decay is required by the gated rules
+  and refused by the others, beta likewise by the delta rules (as the operator's definition says);
+  decay has Hkv or Hkv * dk values per token, beta Hkv or 1; chunk_size is a tuning hint.
 """
 
 from __future__ import annotations
@@ -147,3 +150,43 @@ def _rotary_embedding(c: ConversionContext, node: Any, a: dict[str, Any]) -> Non
     attrs = {"num_heads": heads if rank == 3 else int(x.type.shape[1]),
              "rotary_dim": int(a.get("rotary_embedding_dim", 0)), "interleaved": bool(int(a.get("interleaved", 0)))}
     c.emit("ROTARY_EMBEDDING", [x, cos, sin], [c.output(node)], attrs)
+
+
+@converts("LinearAttention")
+def _linear_attention(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    q, k, v = (c.value(node.input[i]) for i in range(3))
+    past, decay, beta = (c.optional(node, i) for i in (3, 4, 5))
+    rule = str(a.get("update_rule", "gated_delta"))
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise invalid(f"update_rule {rule!r}; it must be linear, gated, delta or gated_delta")
+    if "q_num_heads" not in a or "kv_num_heads" not in a:
+        raise invalid("q_num_heads and kv_num_heads are required attributes")
+    hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
+    if hq <= 0 or hkv <= 0 or hq % hkv:
+        raise invalid(f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+    if any(len(x.type.shape) != 3 for x in (q, k, v)):
+        raise invalid("query, key and value must be rank 3 [batch, tokens, heads * size]")
+    b, t, qd = q.type.shape
+    if qd % hq or v.type.shape[2] % hkv:
+        raise invalid(f"query width {qd} / value width {v.type.shape[2]} do not divide into {hq} / {hkv} heads")
+    dk, dv = qd // hq, v.type.shape[2] // hkv
+    if k.type.shape != (b, t, hkv * dk) or v.type.shape[:2] != (b, t):
+        raise invalid(f"key {list(k.type.shape)} / value {list(v.type.shape)} do not fit query {list(q.type.shape)}")
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if (decay is not None) != gated or (beta is not None) != delta:
+        raise invalid(f"update_rule {rule} takes {'a' if gated else 'no'} decay and {'a' if delta else 'no'} beta input")
+    if past is not None and past.type.shape != (b, hkv, dk, dv):
+        raise invalid(f"past_state {list(past.type.shape)} must be {[b, hkv, dk, dv]}")
+    if decay is not None and (decay.type.shape[:2] != (b, t) or decay.type.shape[2] not in (hkv, hkv * dk)):
+        raise invalid(f"decay {list(decay.type.shape)} must be [{b}, {t}, {hkv} or {hkv * dk}]")
+    if beta is not None and (beta.type.shape[:2] != (b, t) or beta.type.shape[2] not in (hkv, 1)):
+        raise invalid(f"beta {list(beta.type.shape)} must be [{b}, {t}, {hkv} or 1]")
+    if any(x is not None and x.type.dtype != "float32" for x in (q, k, v, past, decay, beta)):
+        raise unsupported("LinearAttention of a non-float32 tensor (float32 is supported)")
+    out = c.output(node, 0, "float32", (b, t, hq * dv))
+    if len(node.output) > 1 and node.output[1]:
+        present = c.output(node, 1, "float32", (b, hkv, dk, dv))
+    else:
+        present = c.new(f"{node.output[0]}/present_state", "float32", (b, hkv, dk, dv))
+    attrs = {"q_num_heads": hq, "kv_num_heads": hkv, "update_rule": rule, "scale": float(a.get("scale", 0.0))}
+    c.emit("LINEAR_ATTENTION", [q, k, v, past, decay, beta], [out, present], attrs)

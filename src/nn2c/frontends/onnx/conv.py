@@ -12,6 +12,9 @@ the same transposes. Weights [C, M / group, kH, kW] become OHWI [M, kH, kW, C / 
 group. The output size comes from shape inference (it includes output_padding and output_shape);
 the kernel needs only the leading pads: the given pads, or for auto_pad / output_shape the split
 of the total padding (SAME_UPPER: total // 2 first, else the larger half first).
+
+DeformConv (2-D) -> DEFORM_CONV in NCHW (no transposes: every operand is run-time data, the
+kernel reads the offsets per output position); pads [top, left, bottom, right].
 """
 
 from __future__ import annotations
@@ -135,3 +138,37 @@ def _conv_transpose(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
         "explicit_padding": (begins[0], 0, begins[1], 0), "fused_activation_function": "NONE",
     })
     c.from_channels_last(y, rank, node)
+
+
+@converts("DeformConv")
+def _deform_conv(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x, w, offset = (c.value(node.input[i]) for i in range(3))
+    bias, mask = c.optional(node, 3), c.optional(node, 4)
+    if len(x.type.shape) != 4 or len(w.type.shape) != 4:
+        raise unsupported(f"DeformConv of a rank-{len(x.type.shape)} input (2-D, [N, C, H, W], is supported)")
+    if any(v is not None and v.type.dtype != "float32" for v in (x, w, offset, bias, mask)):
+        raise unsupported("DeformConv of a non-float32 tensor (float32 is supported)")
+    n, channels, height, width = x.type.shape
+    oc, cpg, kh, kw = w.type.shape
+    group, offset_group = int(a.get("group", 1)), int(a.get("offset_group", 1))
+    kernel = [int(v) for v in a.get("kernel_shape", (kh, kw))]
+    strides = [int(v) for v in a.get("strides", (1, 1))]
+    dilations = [int(v) for v in a.get("dilations", (1, 1))]
+    pads = [int(v) for v in a.get("pads", (0, 0, 0, 0))]
+    if group < 1 or offset_group < 1 or channels != cpg * group or oc % group or channels % offset_group:
+        raise invalid(f"group {group} / offset_group {offset_group} do not divide input channels {channels} and "
+                      f"weight {list(w.type.shape)}")
+    if kernel != [kh, kw] or len(strides) != 2 or len(dilations) != 2 or len(pads) != 4 or \
+            min(strides + dilations) < 1 or min(pads) < 0 or max(strides + dilations + pads) > 1 << 16:
+        raise invalid(f"kernel_shape {kernel}, strides {strides}, dilations {dilations}, pads {pads} do not fit a "
+                      f"2-D kernel {[kh, kw]} (strides and dilations in [1, 65536], pads in [0, 65536])")
+    oh = (height + pads[0] + pads[2] - (kh - 1) * dilations[0] - 1) // strides[0] + 1
+    ow = (width + pads[1] + pads[3] - (kw - 1) * dilations[1] - 1) // strides[1] + 1
+    if offset.type.shape != (n, offset_group * kh * kw * 2, oh, ow):
+        raise invalid(f"offset {list(offset.type.shape)} must be {[n, offset_group * kh * kw * 2, oh, ow]}")
+    if mask is not None and mask.type.shape != (n, offset_group * kh * kw, oh, ow):
+        raise invalid(f"mask {list(mask.type.shape)} must be {[n, offset_group * kh * kw, oh, ow]}")
+    if bias is not None and bias.type.shape != (oc,):
+        raise invalid(f"bias {list(bias.type.shape)} must be [{oc}]")
+    attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": group, "offset_group": offset_group}
+    c.emit("DEFORM_CONV", [x, w, offset, bias, mask], [c.output(node, 0, "float32", (n, oc, oh, ow))], attrs)

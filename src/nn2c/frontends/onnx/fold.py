@@ -16,6 +16,13 @@ nodes (the graph passes fold them, and QDQ weight patterns must stay visible).
 
 A value that depends on run-time data is not folded; the node that needs it then fails with an
 error naming the input whose values (not shape) it depends on.
+
+A Range of run-time bounds (the window functions' bodies: Range(0, Cast(size), 1)) has no static
+length, but the model may declare the shape of the outputs it flows into. `bind_range_lengths`
+gives each such Range output a symbolic length, runs shape inference with the graph outputs'
+shapes cleared, and where an output's inferred dimension is that symbol, takes the declared
+dimension as the Range's length (the same length for every output it reaches, else nothing is
+bound). The RANGE kernel then writes that many values from the run-time start and delta.
 """
 
 from __future__ import annotations
@@ -212,3 +219,62 @@ def explain_unshaped(model: Any, name: str) -> str:
                         "nn2c needs that operand to be constant for a static memory plan")
     return (f"the shape of {name!r} could not be inferred from the model's static input shapes and constants; "
             "check that every input has a fixed shape (symbolic dimensions are taken as 1)")
+
+
+def _elem_type(model: Any, name: str) -> int:
+    """The element type ONNX shape inference (or the graph) gives `name`, 0 when unknown."""
+    graph = model.graph
+    for info in [*graph.value_info, *graph.input, *graph.output]:
+        if info.name == name:
+            return int(info.type.tensor_type.elem_type)
+    for tensor in graph.initializer:
+        if tensor.name == name:
+            return int(tensor.data_type)
+    return 0
+
+
+def bind_range_lengths(model: Any, infer: Any) -> Any:
+    """Static lengths for run-time Range outputs that the declared graph output shapes determine."""
+    import copy
+
+    import onnx
+
+    shapes = _static_shapes(model)
+    ranges = [n for n in model.graph.node if n.op_type == "Range" and n.output and n.output[0] not in shapes]
+    symbols: dict[str, str] = {}
+    probe = copy.deepcopy(model)
+    del probe.graph.value_info[:]  # earlier inference named the unknown lengths (unk__0) already
+    for k, node in enumerate(ranges):
+        elem = _elem_type(model, node.output[0]) or _elem_type(model, node.input[0])
+        if not elem:
+            continue
+        symbols[f"nn2c_range_{k}"] = node.output[0]
+        probe.graph.value_info.append(onnx.helper.make_tensor_value_info(node.output[0], elem, [f"nn2c_range_{k}"]))
+    if not symbols:
+        return model
+    declared = {o.name: list(o.type.tensor_type.shape.dim) for o in model.graph.output}
+    for output in probe.graph.output:
+        output.type.tensor_type.ClearField("shape")
+    try:
+        inferred = infer(probe)
+    except Exception:  # the probe is only a hint; the import reports the unshaped node as before
+        return model
+    lengths: dict[str, set[int]] = {}
+    for output in inferred.graph.output:
+        dims = list(output.type.tensor_type.shape.dim)
+        given = declared.get(output.name, [])
+        if len(dims) != len(given):
+            continue
+        for dim, want in zip(dims, given, strict=True):
+            if dim.dim_param in symbols and want.HasField("dim_value") and want.dim_value >= 0:
+                lengths.setdefault(dim.dim_param, set()).add(int(want.dim_value))
+    bound = False
+    if any(len(values) == 1 for values in lengths.values()):
+        del model.graph.value_info[:]  # inferred again below, with the lengths bound
+    for symbol, values in lengths.items():
+        if len(values) == 1:
+            name = symbols[symbol]
+            elem = _elem_type(model, name) or _elem_type(model, next(n for n in ranges if n.output[0] == name).input[0])
+            model.graph.value_info.append(onnx.helper.make_tensor_value_info(name, elem, [values.pop()]))
+            bound = True
+    return infer(model) if bound else model

@@ -12,6 +12,8 @@ FULLY_CONNECTED with W = B^T (keep_num_dims keeps the leading axes of a rank > 2
 else (two run-time operands, a constant of rank > 2, 1-D operands) is BATCH_MATMUL with numpy
 broadcasting of the batch axes: a 1-D A is a [1, K] row, a 1-D B a [K, 1] column, and the unit axis
 is dropped from the result by a RESHAPE.
+Det -> DET: the determinant of each [n, n] matrix of a float32 [..., n, n] input.
+CausalConvWithState -> CAUSAL_CONV (activation "none", or "silu" / "swish": the same x sigmoid(x)).
 """
 
 from __future__ import annotations
@@ -136,3 +138,42 @@ def batch_matmul(c: ConversionContext, node: Any, x: Value, b: Value) -> None:
     product = c.new(f"{name}/mm", out.type.dtype, shape)
     c.emit("BATCH_MATMUL", [x, b], [product], {"adj_x": False, "adj_y": False})
     c.emit("RESHAPE", [product, c.int32(list(out.type.shape), f"{name}/shape")], [out])
+
+
+@converts("Det")
+def _det(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x = c.value(node.input[0])
+    shape = list(x.type.shape)
+    if x.type.dtype != "float32":
+        raise unsupported(f"Det of {x.type.dtype} (float32 is supported)")
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise invalid(f"Det of shape {shape}; it needs square matrices [..., n, n]")
+    c.emit("DET", [x], [c.output(node, 0, "float32", shape[:-2])])
+
+
+@converts("CausalConvWithState")
+def _causal_conv(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x, w = c.value(node.input[0]), c.value(node.input[1])
+    bias, past = c.optional(node, 2), c.optional(node, 3)
+    activation = str(a.get("activation", "none")).lower()
+    if activation not in ("none", "silu", "swish"):
+        raise invalid(f"activation {activation!r}; it must be none, silu or swish")
+    if len(x.type.shape) != 3 or len(w.type.shape) != 3:
+        raise invalid(f"input {list(x.type.shape)} and weight {list(w.type.shape)} must both be rank 3")
+    batch, channels, length = x.type.shape
+    k = w.type.shape[2]
+    if w.type.shape[:2] != (channels, 1) or k < 1:
+        raise invalid(f"weight {list(w.type.shape)} must be [channels={channels}, 1, kernel >= 1]")
+    if bias is not None and bias.type.shape != (channels,):
+        raise invalid(f"bias {list(bias.type.shape)} must be [{channels}]")
+    if past is not None and past.type.shape != (batch, channels, k - 1):
+        raise invalid(f"past_state {list(past.type.shape)} must be [{batch}, {channels}, {k - 1}]")
+    if any(v is not None and v.type.dtype != "float32" for v in (x, w, bias, past)):
+        raise unsupported("CausalConvWithState of a non-float32 tensor (float32 is supported)")
+    out = c.output(node, 0, "float32", (batch, channels, length))
+    if len(node.output) > 1 and node.output[1]:
+        present = c.output(node, 1, "float32", (batch, channels, k - 1))
+    else:
+        present = c.new(f"{node.output[0]}/present_state", "float32", (batch, channels, k - 1))
+    c.emit("CAUSAL_CONV", [x, w, bias, past], [out, present],
+           {"activation": "none" if activation == "none" else "silu"})

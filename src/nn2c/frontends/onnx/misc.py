@@ -3,13 +3,14 @@
 - BitCast (opset 26) -> BITCAST: the bytes reinterpreted as `to`, a type of the same bit width
   (float32 <-> int32, int8 <-> uint8 <-> bool); a constant input is reinterpreted at import.
 - SwiGLU (opset 28) -> SWISH(A, alpha) then MUL by B (same shapes, as the operator requires).
-- HannWindow / HammingWindow / BlackmanWindow / MelWeightMatrix generate a tensor whose shape is
-  the value of their inputs: with constant inputs the result is a constant, computed at import by
-  onnx's reference implementation; with run-time inputs the output shape is data-dependent and
-  the node is refused.
-- ImageDecoder decodes a compressed image (JPEG, PNG, ...) of data-dependent size, and
-  TfIdfVectorizer / the string operators work on text or n-gram tables: none of them belongs in a
-  static-memory microcontroller inference graph, so they are refused with that reason.
+- (HannWindow / HammingWindow / BlackmanWindow / MelWeightMatrix / DFT are in spectral.py.)
+- ImageDecoder decodes a compressed image (JPEG, PNG, ...) of data-dependent size, and the string
+  operators work on text: none of them belongs in a static-memory microcontroller inference graph,
+  so they are refused with that reason.
+- TfIdfVectorizer over int32 token ids (pool_int64s) -> TFIDF_VECTORIZER with constant tables: the
+  pool's grams of sizes min_gram_length .. max_gram_length, one row each (zero padded), the last
+  output index of each distinct gram (as onnx's own trie keeps it); grams with ids outside the
+  int32 range cannot match an int32 token and are dropped. pool_strings (text) is refused.
 """
 
 from __future__ import annotations
@@ -18,14 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from nn2c.frontends.onnx.context import (
-    MAX_COMPUTED_CONSTANT_BYTES,
-    ConversionContext,
-    converts,
-    invalid,
-    unsupported,
-)
-from nn2c.frontends.onnx.fold import _evaluate as evaluate_onnx_node
+from nn2c.frontends.onnx.context import ConversionContext, converts, invalid, unsupported
 from nn2c.ir import numpy_dtype
 
 # ONNX TensorProto element type -> IR dtype, for the types nn2c keeps as they are
@@ -59,23 +53,65 @@ def swiglu(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
            {"fused_activation_function": "NONE"})
 
 
-@converts("HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix")
-def generated_constant(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
-    arrays = [c.data(c.value(name)) if name else None for name in node.input]
-    if any(array is None for name, array in zip(node.input, arrays, strict=True) if name):
-        raise unsupported(f"{node.op_type} of run-time inputs: the output shape would depend on their values; "
-                          "nn2c needs the inputs constant (a static memory plan)")
-    results = evaluate_onnx_node(c.onnx, node, arrays, c.model.opset_import)
-    if results is None or len(results) != 1:
-        raise invalid(f"{node.op_type} cannot be evaluated on these inputs")
-    if results[0].nbytes > MAX_COMPUTED_CONSTANT_BYTES:
-        raise invalid(f"{node.op_type} would generate {results[0].nbytes:,} bytes")
-    c.values[node.output[0]] = c.const(results[0], node.output[0])
+@converts("TfIdfVectorizer")
+def tfidf_vectorizer(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x = c.value(node.input[0])
+    if "pool_strings" in a:
+        raise unsupported("TfIdfVectorizer of strings (pool_strings): text is preprocessing outside a microcontroller "
+                          "model; map the tokens to integer ids (pool_int64s) and feed those")
+    if x.type.dtype != "int32":
+        raise unsupported(f"TfIdfVectorizer of {x.type.dtype} tokens (int32 is supported)")
+    if len(x.type.shape) not in (1, 2):
+        raise invalid(f"tokens of shape {list(x.type.shape)}; TfIdfVectorizer takes [C] or [B, C]")
+    mode = str(a.get("mode", ""))
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise invalid(f"mode {mode!r}; it must be TF, IDF or TFIDF")
+    min_gram, max_gram, max_skip = (int(a.get(k, -1)) for k in ("min_gram_length", "max_gram_length",
+                                                                  "max_skip_count"))
+    if not 1 <= min_gram <= max_gram <= 1 << 16 or not 0 <= max_skip <= 1 << 16:
+        raise invalid(f"min_gram_length {min_gram}, max_gram_length {max_gram}, max_skip_count {max_skip}; they must "
+                      "satisfy 1 <= min <= max <= 65536 and 0 <= skip <= 65536")
+    pool = [int(v) for v in a.get("pool_int64s", [])]
+    starts = [int(v) for v in a.get("ngram_counts", [])]
+    indexes = [int(v) for v in a.get("ngram_indexes", [])]
+    if not indexes or min(indexes) < 0 or starts != sorted(starts) or any(not 0 <= s <= len(pool) for s in starts):
+        raise invalid("ngram_counts must be ascending offsets into pool_int64s and ngram_indexes non-negative")
+    outputs = max(indexes) + 1
+    table: dict[tuple[int, ...], int] = {}
+    gram_id = 0
+    for k, start in enumerate(starts):
+        size = k + 1
+        end = starts[k + 1] if k + 1 < len(starts) else len(pool)
+        for first in range(start, end - size + 1, size):
+            if gram_id >= len(indexes):
+                raise invalid(f"ngram_indexes has {len(indexes)} entries for more n-grams in the pool")
+            gram = tuple(pool[first:first + size])
+            if min_gram <= size <= max_gram and all(-(2**31) <= v < 2**31 for v in gram):
+                table.pop(gram, None)
+                table[gram] = indexes[gram_id]  # a repeated gram counts into its last index
+            gram_id += 1
+    width = max((len(g) for g in table), default=1)
+    grams = np.zeros((max(len(table), 1), width), dtype=np.int32)
+    sizes = np.zeros(max(len(table), 1), dtype=np.int32)
+    targets = np.zeros(max(len(table), 1), dtype=np.int32)
+    for row, (gram, index) in enumerate(table.items()):
+        grams[row, :len(gram)], sizes[row], targets[row] = gram, len(gram), index
+    if not table:
+        sizes[0] = max_gram + 1  # a gram no window matches: the output stays zero
+    weights = a.get("weights")
+    name = node.output[0]
+    inputs = [x, c.const(grams, f"{name}/grams"), c.const(sizes, f"{name}/sizes"), c.const(targets, f"{name}/indices")]
+    if weights is not None and len(weights) > 0:
+        if len(weights) != outputs:
+            raise invalid(f"{len(weights)} weights for {outputs} outputs")
+        inputs.append(c.const(np.asarray(weights, dtype=np.float32), f"{name}/weights"))
+    shape = (*x.type.shape[:-1], outputs)
+    c.emit("TFIDF_VECTORIZER", inputs, [c.output(node, dtype="float32", shape=shape)],
+           {"mode": mode, "min_gram": min_gram, "max_gram": max_gram, "max_skip": max_skip})
 
 
 _NOT_FOR_MICROCONTROLLERS = {
     "ImageDecoder": "decodes a compressed image (JPEG, PNG, ...) into a tensor of data-dependent size",
-    "TfIdfVectorizer": "counts n-grams of a variable-length token sequence (text preprocessing)",
     "StringNormalizer": "works on string tensors",
     "StringConcat": "works on string tensors",
     "StringSplit": "works on string tensors",

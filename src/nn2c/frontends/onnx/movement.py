@@ -12,7 +12,7 @@ ScatterND, ScatterElements.
   run-time indices -> GATHER_ND (negative indices wrap).
 - Compress: constant condition -> GATHER of the kept indices; a run-time one -> COMPRESS when the
   output size is static (the count of true entries must equal it), else refused (data-dependent).
-- CumSum -> CUMSUM (a run-time axis is read by the kernel). OneHot -> ONE_HOT (depth from the
+- CumSum -> CUMSUM, CumProd -> CUMPROD (a run-time axis is read by the kernel). OneHot -> ONE_HOT (depth from the
   output shape). Range -> a constant when its inputs are, else RANGE with the static length.
 - EyeLike -> a constant. Trilu and ReverseSequence with constant k / lengths -> INDEX_MAP.
 - ScatterND / ScatterElements (reduction none) with constant indices -> CONCATENATION of the
@@ -275,14 +275,15 @@ def _compress(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     c.emit("COMPRESS", [x, c.value(node.input[1])], [out], attrs)
 
 
-@converts("CumSum")
+@converts("CumSum", "CumProd")
 def _cumsum(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x, axis = c.value(node.input[0]), c.value(node.input[1])
     data = c.data(axis)
     if data is not None:
         axis = c.int32(np.asarray(data).reshape(-1)[:1], f"{node.output[0]}/axis")
-    c.emit("CUMSUM", [x, axis], [c.output(node)], {"exclusive": bool(int(a.get("exclusive", 0))),
-                                                     "reverse": bool(int(a.get("reverse", 0)))})
+    op = {"CumSum": "CUMSUM", "CumProd": "CUMPROD"}[node.op_type]
+    c.emit(op, [x, axis], [c.output(node)], {"exclusive": bool(int(a.get("exclusive", 0))),
+                                             "reverse": bool(int(a.get("reverse", 0)))})
 
 
 @converts("OneHot")

@@ -19,6 +19,7 @@ shape[scale_axes]:
   X[n, g, ...]; scale of C values (opset 21) per channel, of G values (opset 18) per group.
 - MeanVarianceNormalization(axes): the axes transposed to the end, (x - mean) / (sqrt(var) + 1e-9).
 LpNormalization(axis, p) -> LP_NORMALIZATION: x / ||x||_p (p = 1 or 2).
+LRN(size, alpha, beta, bias) -> LRN across axis 1 (float32, rank 3 or more).
 """
 
 from __future__ import annotations
@@ -198,3 +199,18 @@ def _lp_norm(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
         raise invalid(f"LpNormalization p = {p} (ONNX allows 1 and 2)")
     axis = _axis(int(a.get("axis", -1)), len(x.type.shape), "axis")
     c.emit("LP_NORMALIZATION", [x], [c.output(node, 0, "float32", x.type.shape)], {"axis": axis, "p": p})
+
+
+@converts("LRN")
+def _lrn(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x = c.value(node.input[0])
+    if x.type.dtype != "float32":
+        raise unsupported(f"LRN of {x.type.dtype} (float32 is supported)")
+    if len(x.type.shape) < 3:
+        raise invalid(f"LRN of a rank-{len(x.type.shape)} input; it needs [N, C, D1, ...]")
+    if "size" not in a or not 1 <= int(a["size"]) <= 1 << 16:
+        raise invalid(f"size={a.get('size')}; LRN needs a positive size attribute (the channels summed, at most "
+                      "65536)")
+    attrs = {"size": int(a["size"]), "alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
+             "bias": float(a.get("bias", 1.0))}
+    c.emit("LRN", [x], [c.output(node, 0, "float32", x.type.shape)], attrs)

@@ -51,6 +51,7 @@ FACTS: dict[str, OpInfo] = {
     "RESIZE_BILINEAR": OpInfo("resize", int8="tied"),
     "RESIZE": OpInfo("resize", int8="tied", int8_attr_limit=_nearest_only),
     "CUMSUM": OpInfo("other"),
+    "CUMPROD": OpInfo("other"),
     "FILL": OpInfo("other", data_inputs=(1,)),
     "ZEROS_LIKE": OpInfo("other"),
     "ONE_HOT": OpInfo("other"),
