@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from nn2c.api import CompileOptions, CompileResult, compile_model
+from nn2c.api import CompileOptions, CompileResult, Profile, compile_model, profile
 
-__all__ = ["CompileOptions", "CompileResult", "__version__", "compile_model"]
+__all__ = ["CompileOptions", "CompileResult", "Profile", "__version__", "compile_model", "profile"]

@@ -18,6 +18,7 @@ import click
 import numpy as np
 
 from nn2c import __version__
+from nn2c.boards import BOARDS, board_options, get_board, on_board
 from nn2c.errors import NN2CError, UsageError
 from nn2c.options import SCHEDULES
 from nn2c.progress import Progress
@@ -121,6 +122,18 @@ def _one_line_errors(function):
     return wrapper
 
 
+def _board_options(options: Any, board: str | None) -> Any:
+    """--board: the board's target and budgets (nn2c.boards); an explicit --target must agree."""
+    if board is None:
+        return options
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return board_options(options, board, ctx.get_parameter_source("target") != ParameterSource.DEFAULT)
+
+
+_BOARD_HELP = ("Board to fit (sets the target core, the RAM and flash budgets: exit 4 when the model does not fit): "
+               + ", ".join(BOARDS) + "; their figures: docs/user-guide.md.")
 _EXIT_HELP = "\n".join(f"  {code:<4d} {meaning}" for code, meaning in EXIT_CODES.items())
 
 
@@ -165,6 +178,7 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @click.option("--target", type=click.Choice(list(TARGETS)), default="host",
               show_default=True,
               help="Kernel variants: host is portable C99; cortex-m4/m7 use Arm DSP SIMD, cortex-m55 Helium MVE.")
+@click.option("--board", default=None, metavar="NAME", help=_BOARD_HELP)
 @click.option("--debug", is_flag=True,
               help="Debug build: canaries around the arena and bounds checks, reported by NAME_check().")
 @click.option("--quantize", type=click.Choice(["int8"]), default=None,
@@ -185,11 +199,17 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
               help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "
                    "run it; its int8 outputs equal the generated C's).")
+@click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
+              help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
+                   "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")
+@click.option("--npu-system-config", default=None,
+              help="With --npu: Vela's system configuration (a section of its Arm/vela.ini).")
+@click.option("--npu-memory-mode", default=None, help="With --npu: Vela's memory mode (Arm/vela.ini).")
 @_output_options
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
-            io_dtype, schedule, write_tflite) -> None:
+            io_dtype, schedule, write_tflite, npu, npu_system_config, npu_memory_mode, board) -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
@@ -199,10 +219,15 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
                              inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
-                             write_tflite=write_tflite, schedule=schedule)
+                             write_tflite=write_tflite, schedule=schedule, npu=npu,
+                             npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode)
+    if (npu_system_config or npu_memory_mode) and not npu:
+        raise UsageError("--npu-system-config and --npu-memory-mode are only used with --npu")
+    options = _board_options(options, board)
     progress = _progress()
     try:
-        result = compile_model(model, options, progress=progress.update)
+        result = on_board(board, lambda: compile_model(model, options, progress=progress.update),
+                          user_budgets=ram_budget is not None or flash_budget is not None)
         progress.update(f"writing {out_dir}")
         result.write(out_dir, force=force)
         report_files: list[str] = []
@@ -220,7 +245,7 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         _say(format_report(result.passes), nl=False)
     plan = result.code.plan
     summary: dict[str, Any] = {
-        "model": str(model), "name": result.name, "output": str(out_dir), "target": target,
+        "model": str(model), "name": result.name, "output": str(out_dir), "target": options.target, "board": board,
         "operators": len(result.graph.nodes), "steps": len(result.schedule.steps) if result.schedule else 0,
         "arena_bytes": plan.arena_bytes,
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
@@ -236,6 +261,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         summary["int8_io"] = result.graph.metadata["int8_io"]
     if write_tflite:
         summary["tflite"] = str(write_tflite)
+    if "npu" in result.graph.metadata:
+        summary["npu"] = result.graph.metadata["npu"].as_dict()
     if passes_report and result.passes is not None:
         from nn2c.passes.pipeline import report_dict
 
@@ -251,6 +278,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     _say(f"compiled {model} -> {out_dir}/{result.name}.c ({len(result.graph.nodes)} operators)")
     _say(f"  arena {plan.arena_bytes:,} B (lower bound {plan.lower_bound:,} B, ratio {ratio:.2f}), "
          f"state {result.code.state_bytes:,} B, weights {result.code.weight_bytes:,} B")
+    if board is not None:
+        _say(_board_line(_board_fit(board, None, result.ram_bytes, result.code.weight_bytes), "", " (weights)"))
     for line in result.graph.metadata.get("int8_io", []):
         _say(f"  --io int8: {line}")
     from nn2c.report.layers import schedule_dict
@@ -269,6 +298,9 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")
     if write_tflite:
         _say(f"  int8 model as TFLite: {write_tflite}")
+    if "npu" in result.graph.metadata:
+        for line in result.graph.metadata["npu"].lines():
+            _say(f"  {line}")
     if report:
         _say(f"  report: {Path(out_dir) / 'report.html'}")
     if _settings().verbose and result.quant is not None:
@@ -431,6 +463,9 @@ def verify(model, count, seed, json_path) -> None:
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--target", type=click.Choice(bench_targets()), default="cortex-m4",
               show_default=True, help="Core to cross-build for (QEMU mps2-an386, mps2-an500, mps3-an547).")
+@click.option("--board", default=None, metavar="NAME",
+              help="Board to fit (sets the core and the RAM / flash budgets, picks a QEMU memory map the model "
+                   "fits, adds an estimated latency): " + ", ".join(BOARDS) + ".")
 @click.option("--inputs", "count", type=click.IntRange(1, 1000), default=3, show_default=True,
               help="Number of seeded random inputs (one inference each).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
@@ -441,7 +476,7 @@ def verify(model, count, seed, json_path) -> None:
               help="Also write report.html / report.md into this folder, with the measured instructions per layer.")
 @_output_options
 @_one_line_errors
-def bench(model, target, count, seed, top, as_json, report_dir) -> None:
+def bench(model, target, count, seed, top, as_json, report_dir, board) -> None:
     """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions and memory accesses.
 
     Checks the outputs against TFLM bit for bit and reports instructions, loads and stores per
@@ -451,29 +486,159 @@ def bench(model, target, count, seed, top, as_json, report_dir) -> None:
     helpers) and do not compare with M4's; QEMU does not model the M7's dual issue.
     Needs arm-none-eabi-gcc (gcc-arm-none-eabi, libnewlib-arm-none-eabi) and qemu-system-arm.
     """
+    from nn2c.api import CompileOptions
     from nn2c.errors import VerificationError
     from nn2c.targets.cortexm_bench import bench_model, format_report
 
+    options = None
+    large_memory: bool | None = False  # None: the larger QEMU memory map when the model needs it
+    if board is not None:
+        spec = get_board(board)
+        if spec.bench_target is None:
+            raise UsageError(f"--board {spec.name}: {spec.note}")
+        options = _board_options(CompileOptions(target=target), board)
+        target, large_memory = options.target, None
     progress = _progress()
     with progress.step(f"cross-building for {target} and running {count} input(s) in QEMU"):
-        report = bench_model(model, target=target, count=count, seed=seed)
+        report = on_board(board, lambda: bench_model(model, target=target, count=count, seed=seed, options=options,
+                                                     large_memory=large_memory))
     if report_dir is not None:
-        from nn2c.api import CompileOptions, compile_model
+        from nn2c.api import compile_model
         from nn2c.report.html import write_report
 
         with progress.step("writing the report"):
             # the same compile bench_model did (deterministic), kept for the layer table
-            result = compile_model(model, CompileOptions(target=target))
+            result = compile_model(model, options or CompileOptions(target=target))
             write_report(result, report_dir, instructions={x.index: x.instructions for x in report.layers})
     if as_json:
         payload = report.as_dict(top=top or None)
+        if board is not None:
+            payload["board"] = _board_fit(board, report.instructions_per_inference, report.footprint.ram_model,
+                                          report.footprint.flash_code + report.footprint.flash_weights)
         if report_dir is not None:
             payload["report_files"] = [str(Path(report_dir) / f) for f in ("report.html", "report.md")]
         _print_json(payload)
     else:
         text = format_report(report, top=top or len(report.layers))
         click.echo(text) if not report.passed() else _say(text)
+        if board is not None:
+            fit = _board_fit(board, report.instructions_per_inference, report.footprint.ram_model,
+                             report.footprint.flash_code + report.footprint.flash_weights)
+            _say(_board_line(fit, "measured instructions", " (model code + weights)"))
+            if not fit["fits_flash"]:
+                click.echo(f"nn2c: warning: the model's code and weights ({fit['flash_used']:,} B) exceed the flash "
+                           f"of board {fit['name']} ({fit['flash_bytes']:,} B)", err=True)
         if report_dir is not None:
             _say(f"  report: {Path(report_dir) / 'report.html'}")
     if not report.passed():
         raise VerificationError(f"{model}: Cortex-M outputs differ from the reference runtime (see above)")
+
+
+def _board_fit(board: str, instructions: float | None, ram: int, flash: int | None) -> dict[str, Any]:
+    """The board's figures, whether `ram` / `flash` bytes fit it, and the estimated latency."""
+    spec = get_board(board)
+    fit = spec.as_dict()
+    fit.update({"ram_used": ram, "flash_used": flash, "fits_ram": ram <= spec.ram_bytes,
+                "fits_flash": flash is None or flash <= spec.flash_bytes,
+                "latency_ms_estimate": spec.latency_ms(instructions) if instructions is not None else None})
+    return fit
+
+
+def _board_line(fit: dict[str, Any], basis: str, flash_what: str = "") -> str:
+    flash = "-" if fit["flash_used"] is None else f"{fit['flash_used']:,}"
+    line = (f"  board {fit['name']} ({fit['core']}, {fit['clock_mhz']:g} MHz): RAM {fit['ram_used']:,} of "
+            f"{fit['ram_bytes']:,} B, flash {flash} of {fit['flash_bytes']:,} B{flash_what}")
+    if fit["latency_ms_estimate"] is not None:
+        line += (f"; latency ~{fit['latency_ms_estimate']:.1f} ms, an estimate ({basis} x {fit['cpi_assumed']:g} "
+                 f"cycles per instruction, assumed, / {fit['clock_mhz']:g} MHz)")
+    return line
+
+
+@main.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--target", type=click.Choice(list(TARGETS)), default=None,
+              help="Core whose kernels are profiled (default: cortex-m4, or the board's). cortex-m4 also predicts "
+                   "cortex-m7 (the same kernels); host has no instruction prediction.")
+@click.option("--board", default=None, metavar="NAME",
+              help="Board to fit (its core and budgets; estimated latency): " + ", ".join(BOARDS) + ".")
+@click.option("--schedule", type=click.Choice(list(SCHEDULES)), default="auto", show_default=True,
+              help="Row groups, as for nn2c compile (the profile follows compile's choice).")
+@click.option("--planner", type=click.Choice(["exact", "greedy"]), default="exact", show_default=True,
+              help="Arena planner, as for nn2c compile.")
+@click.option("--ram-budget", type=int, default=None, help="As for nn2c compile: the schedule that fits it.")
+@click.option("-O", "opt_level", type=click.IntRange(0, 2), default=2, show_default=True,
+              help="Graph optimisation level, as for nn2c compile.")
+@click.option("--nhwc-io", is_flag=True, help="ONNX models: channels-last inputs/outputs, as for nn2c compile.")
+@click.option("--top", type=click.IntRange(0, None), default=10, show_default=True,
+              help="Layers to list (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+@_output_options
+@_one_line_errors
+def profile(model, target, board, schedule, planner, ram_budget, opt_level, nhwc_io, top, as_json) -> None:
+    """Profile MODEL without building C: static RAM (exactly nn2c compile's arena + state), flash (weights
+    exact, code estimated), MACs, and instructions per layer predicted by a cost model fitted against
+    QEMU counts (an estimate; bench/costmodel.py, docs/BENCHMARKS.md "Cost model"). With --board: whether
+    it fits (exit 4 when not) and an estimated latency.
+    """
+    from nn2c.api import CompileOptions
+    from nn2c.errors import BudgetExceededError
+    from nn2c.profiler import profile as run_profile
+
+    options = CompileOptions(schedule=schedule, planner=planner, ram_budget=ram_budget, opt_level=opt_level,
+                             nhwc_io=nhwc_io)
+    with _progress().step("profiling (compile's stages up to the memory plan; no C)"):
+        result = run_profile(model, target=target, board=board, options=options)
+    fit = None
+    if result.board is not None:
+        core = result.board.target
+        fit = _board_fit(result.board.name, result.predicted.get(core), result.ram_bytes,
+                         result.flash_bytes_estimate if result.flash_bytes_estimate is not None
+                         else result.weight_bytes)
+    if as_json:
+        payload = result.as_dict()
+        if fit is not None:
+            payload["board"] = fit
+        layers = payload["layers"]
+        if top:
+            key = result.target if result.target in result.predicted else None
+            payload["layers"] = sorted(layers, key=lambda x: -(x["predicted_instructions"].get(key, 0)
+                                                              if key else x["macs"]))[:top]
+        _print_json(payload)
+    else:
+        _say(_profile_text(result, top))
+        if fit is not None:
+            estimated = result.flash_bytes_estimate is not None
+            _say(_board_line(fit, "predicted instructions",
+                             " (weights + estimated code)" if estimated else " (weights; code not estimated)"))
+    if fit is not None and not (fit["fits_ram"] and fit["fits_flash"]):
+        raise BudgetExceededError(
+            f"{model} does not fit board {fit['name']}: RAM {fit['ram_used']:,} B of {fit['ram_bytes']:,}, "
+            f"flash {fit['flash_used']:,} B of {fit['flash_bytes']:,} (weights exact + code estimated)")
+
+
+def _profile_text(result: Any, top: int) -> str:
+    code = result.code_bytes_estimate.get(result.target)
+    lines = [
+        f"{Path(result.model).name} on {result.target} ({len(result.steps)} steps, schedule "
+        f"{result.options.schedule}; no C built; {1000 * result.seconds:.0f} ms after loading)",
+        f"  RAM: {result.ram_bytes:,} B (arena {result.arena_bytes:,} + state {result.state_bytes:,}), exact: "
+        f"nn2c compile's, {result.planner} planner",
+        f"  flash: weights {result.weight_bytes:,} B (exact)"
+        + (f", code ~{code:,} B (estimated)" if code is not None else ", code not estimated for host"),
+        f"  MACs: {result.macs:,}",
+    ]
+    if result.predicted:
+        per_core = ", ".join(f"{core} {n:,.0f}" for core, n in result.predicted.items())
+        lines.append(f"  predicted instructions per inference (cost model, an estimate): {per_core}")
+        core = result.target if result.target in result.predicted else next(iter(result.predicted))
+        ranked = sorted(result.steps, key=lambda s: -s.predicted.get(core, 0.0))[:top or len(result.steps)]
+        total = max(result.predicted[core], 1.0)
+        lines.append(f"  top layers by predicted {core} instructions:")
+        for s in ranked:
+            kernels = ", ".join(s.kernels) or ("by rows" if s.op == "ROW_GROUP" else "-")
+            lines.append(f"    [{s.step:3d}] {s.op:22s} {s.predicted.get(core, 0.0):14,.0f} "
+                         f"{100 * s.predicted.get(core, 0.0) / total:5.1f}%  MACs {s.macs:,}  {kernels}")
+    else:
+        lines.append(f"  no instruction prediction for {result.target} (the cost model covers cortex-m4, "
+                     "cortex-m7, cortex-m55)")
+    return "\n".join(lines)

@@ -27,7 +27,7 @@ from nn2c.codegen.stream import RowGroup, group_code
 from nn2c.errors import BudgetExceededError, InvalidModelError, UsageError
 from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
 from nn2c.ir import Graph, verify
-from nn2c.memory.arena import plan_arena
+from nn2c.memory.arena import ArenaPlan, plan_arena
 from nn2c.memory.fusion import choose_steps
 from nn2c.memory.schedule import Schedule, schedule
 from nn2c.options import SCHEDULES, CompileOptions
@@ -90,43 +90,77 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     """Run every stage on the model at `path`. `progress(step)` is told when each step starts."""
     options = options or CompileOptions()
     step = progress or (lambda _text: None)
-    target = get_target(options.target)
+    get_target(options.target)  # an unknown target fails before the model is read
     if options.write_tflite is not None:
         _check_tflite_path(path, options)
     step("reading the model")
     graph = load_model(path, nhwc_io=options.nhwc_io)
     ops_before = _op_counts(graph)
+    passes = optimise_stage(graph, options, step)
+    quant, tflite_bytes = None, None
+    if options.quantize:
+        graph, quant, tflite_bytes = _quantize(graph, path, options, passes, step)
+    plan_options = options
+    if options.npu is not None:
+        from nn2c.npu.stage import partition_stage, schedule_options
+
+        step(f"partitioning between the CPU and the {options.npu} NPU (Vela)")
+        partition_stage(graph, options)
+        plan_options = schedule_options(options)
+    name = c_identifier(options.name or Path(path).stem)
+    lowered, order, step_codes, arena = plan_stages(graph, name, plan_options, step)
+    step("writing C")
+    code = render(lowered, arena, Path(path).name, step_codes)
+    if "npu" in graph.metadata:
+        from nn2c.npu.emit import add_npu_files
+
+        add_npu_files(code.files, graph.metadata["npu"], graph, name)
+    files = dict(code.files)
+    files.update(library_files(name, code.files, graph, code.plan.arena_bytes, code.state_bytes,
+                               code.weight_bytes, Path(path).name, options.target))
+    if "npu" in graph.metadata:
+        from nn2c.npu.emit import add_build_option
+
+        add_build_option(files, name)
+    result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
+                           ops_before=ops_before, tflite=tflite_bytes, schedule=order)
+    _check_budgets(result, options)
+    return result
+
+
+def optimise_stage(graph: Graph, options: CompileOptions, step: Callable[[str], None]) -> PipelineReport:
+    """The optimise stage (and --io int8), in place on `graph`; shared by compile_model and nn2c.profile."""
     step(f"optimising the graph (-O{options.opt_level})")
     passes = optimize(graph, options.opt_level)
     if options.io == "int8" and not options.quantize:
         step("exposing the int8 inputs and outputs")
         graph.metadata["int8_io"] = expose_int8_io(graph)  # one line per input / output, for the CLI
         passes.ops_after = len(graph.nodes)
-    quant, tflite_bytes = None, None
-    if options.quantize:
-        graph, quant, tflite_bytes = _quantize(graph, path, options, passes, step)
-    name = c_identifier(options.name or Path(path).stem)
+    return passes
+
+
+def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None]
+                ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
+    """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
+    nn2c.profile both call this, so a profile's RAM is compile's byte for byte."""
+    target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")
     lowered = lower(graph, name, target, options.debug)
     step("choosing the operator order")
     order = schedule(graph, reorder=options.reorder)
     step(f"choosing row groups (--schedule {options.schedule})")
     order, step_codes = _fuse(graph, lowered, order, options)
+    if "npu" in graph.metadata:  # --npu: the partition stage ran (compile_model)
+        from nn2c.npu.emit import driver_steps
+
+        step_codes = driver_steps(graph.metadata["npu"], graph, step_codes, lowered.ctx, name)
     planner = (f"exact planner, up to {options.plan_time_limit:g} s" if options.planner == "exact"
                else f"{options.planner} planner")
     step(f"planning memory ({planner})")
     scratch = [code.scratch for code in step_codes]
     arena = plan_arena(graph, lowered.aliases, scratch, options.planner, options.inplace,
                        options.plan_time_limit, options.debug, steps=order.steps)
-    step("writing C")
-    code = render(lowered, arena, Path(path).name, step_codes)
-    files = dict(code.files)
-    files.update(library_files(name, code.files, graph, code.plan.arena_bytes, code.state_bytes,
-                               code.weight_bytes, Path(path).name, options.target))
-    result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
-                           ops_before=ops_before, tflite=tflite_bytes, schedule=order)
-    _check_budgets(result, options)
-    return result
+    return lowered, order, step_codes, arena
 
 
 def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,

@@ -32,3 +32,8 @@ class CompileOptions:
     # inputs go straight into QUANTIZE and outputs come straight from DEQUANTIZE: passes/int8_io.py)
     io: str = "float"
     write_tflite: str | None = None  # with quantize: also write the int8 model as a .tflite file here
+    # Arm Ethos-U microNPU (nn2c.npu): "ethos-u55-128", "ethos-u55-256" or "ethos-u65-256"; None: CPU only.
+    # Vela's system configuration and memory mode (sections of its Arm/vela.ini); None: Vela's defaults
+    npu: str | None = None
+    npu_system_config: str | None = None
+    npu_memory_mode: str | None = None

@@ -190,8 +190,10 @@ class BenchReport:
 
 def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, seed: int = 0,
                 options: CompileOptions | None = None, workdir: str | Path | None = None,
-                repeat: int = 1, timeout: float = 900.0) -> BenchReport:
-    """Compile, cross-build, run in QEMU `repeat` times and compare; see the module docstring."""
+                repeat: int = 1, timeout: float = 900.0, large_memory: bool | None = False) -> BenchReport:
+    """Compile, cross-build, run in QEMU `repeat` times and compare; see the module docstring.
+    large_memory: True = the 4 MiB memory map (cortexm_build.large_memory_script), None = the
+    standard map, or the large one when the model does not fit it (`nn2c bench --board`)."""
     spec = check_target(target)
     require_tools()  # before compiling: a missing cross toolchain or QEMU is the first thing to say
     # the bench target's SIMD kernels unless the caller chose the options (e.g. target="host")
@@ -203,7 +205,14 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
     with tempfile.TemporaryDirectory(prefix="nn2c_bench_") as tmp:
         work = Path(workdir) if workdir else Path(tmp)
         model_dir = result.write(work / result.name, force=True)
-        image = build_image(model_dir, result.name, raw, target, work / f"build_{target}")
+        try:
+            image = build_image(model_dir, result.name, raw, target, work / f"build_{target}",
+                                large_memory=bool(large_memory))
+        except BuildError as exc:
+            if large_memory is not None or "does not fit" not in str(exc):
+                raise
+            image = build_image(model_dir, result.name, raw, target, work / f"build_{target}_large",
+                                large_memory=True)
         runs = [run_image(image, timeout) for _ in range(max(repeat, 1))]
         first = runs[0]
         layers, overhead = layer_profile(image, model_dir, first)

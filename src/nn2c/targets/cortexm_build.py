@@ -118,10 +118,28 @@ def inputs_source(records: list[bytes], alignment: int = 16) -> str:
     return "\n".join(lines) + "\n"
 
 
+def large_memory_script(script: str, target: str) -> str:
+    """The bench linker script with room for big models (`nn2c bench --board`, bench/cortexm.py):
+    Cortex-M4/M7 (mps2-an386/an500) get the board's 4 MiB of code memory and 4 MiB of RAM;
+    Cortex-M55 (mps3-an547, 512 KiB ITCM / DTCM) keeps its code in ITCM, the read-only data of the
+    weights and of the bench inputs go to DDR at 0x60000000 and its RAM to the 4 MiB SRAM at
+    0x21000000. Instruction counts do not depend on where the data sit."""
+    if TARGETS[target].qemu_board != "mps3-an547":
+        return (script.replace("ORIGIN = 0x00000000, LENGTH = 512K", "ORIGIN = 0x00000000, LENGTH = 4096K")
+                .replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x20000000, LENGTH = 4096K"))
+    script = script.replace("FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K",
+                            "FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K\n"
+                            "    DDR (rx)    : ORIGIN = 0x60000000, LENGTH = 16384K")
+    script = script.replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x21000000, LENGTH = 4096K")
+    weights = "*_weights.o(.rodata .rodata.*) *nn2c_bench_inputs.o(.rodata .rodata.*)"
+    return script.replace("    .text :\n", f"    .weights : {{ {weights} }} > DDR\n\n    .text :\n")
+
+
 def build_image(model_dir: Path, name: str, records: list[bytes], target: str, build_dir: Path,
-                stack_reserve: int = 0x2000) -> Image:
+                stack_reserve: int = 0x2000, large_memory: bool = False) -> Image:
     """Compile and link model_dir (an nn2c output folder) with the bench runtime for target (its core
-    flags from the target table, for every object and the link)."""
+    flags from the target table, for every object and the link); large_memory: the memory map of
+    large_memory_script (4 MiB code and 4 MiB RAM)."""
     spec = check_target(target)
     require_tools(need_qemu=False)
     if not records or len({len(r) for r in records}) != 1:
@@ -130,7 +148,10 @@ def build_image(model_dir: Path, name: str, records: list[bytes], target: str, b
     runtime = build_dir / "runtime"
     runtime.mkdir(exist_ok=True)
     for file in (*cortexm.RUNTIME_SOURCES, *cortexm.RUNTIME_HEADERS, cortexm.LINKER_SCRIPT):
-        (runtime / file).write_text(cortexm.data_text(file))
+        text = cortexm.data_text(file)
+        if large_memory and file == cortexm.LINKER_SCRIPT:
+            text = large_memory_script(text, target)
+        (runtime / file).write_text(text)
     (runtime / CONFIG_HEADER).write_text(config_header(name, len(records), len(records[0])))
     (runtime / INPUTS_SOURCE).write_text(inputs_source(records, spec.alignment))
 
@@ -168,8 +189,10 @@ def build_image(model_dir: Path, name: str, records: list[bytes], target: str, b
         overflows = re.findall(r"region [`'](\w+)' overflowed by (\d+) bytes", message)
         if overflows or "will not fit in region" in message:
             detail = ", ".join(f"{region} by {int(n):,} B" for region, n in overflows) or _first_lines(message, 2)
-            raise BuildError(f"{name} does not fit the {target} bench image (512 KiB flash, 512 KiB RAM including "
-                             f"{stack_reserve:,} B of stack): overflows {detail}")
+            size = "4 MiB code, 4 MiB RAM" if large_memory else "512 KiB flash, 512 KiB RAM"
+            raise BuildError(f"{name} does not fit the {target} bench image ({size} including "
+                             f"{stack_reserve:,} B of stack): overflows {detail}"
+                             + ("" if large_memory else "; --board NAME benches it in a larger memory map"))
         raise BuildError(f"linking the {target} image of {name} failed: " + _first_lines(message, 20))
     model_objects = [f"{p.stem}.o" for p in model_sources]
     return Image(target, name, elf, map_file, build_dir, model_objects, warnings)

@@ -1,0 +1,422 @@
+"""Fit nn2c's per-kernel cost model against QEMU instruction counts, and report its error.
+
+For every model of models/ that the bench image runs (tflite and onnx; the one huge model is
+skipped), plus generated MCUNet-style candidates (--candidates N), and every core: `nn2c bench`'s
+per-step instruction counts (nn2c.targets.cortexm_bench, one seeded input, outputs checked against
+TFLM, the 4 MiB memory map where the standard one is too small) are joined with the steps of
+nn2c.profile for the same model and core (the same compile stages, so the same steps). Per core:
+- per operator + kernel functions (e.g. CONV_2D:nn2c_conv_s8_simd), per kernel functions alone,
+  per operator type and over all steps (the fallbacks, most specific first): instructions =
+  a*MACs + b*patch elements (MACs / output channels) + c*output elements + d*input elements
+  + e*output pixels + f, fitted by non-negative least squares on relative error (each row divided
+  by its measured count);
+- row groups: factor * (sum of the members' predictions) + per-operator * members + constant;
+- invoke's own overhead: constant + per-step * steps; code bytes: constant + per-step * steps + a
+  fitted size per kernel function used (the model code of the bench image's map file).
+Writes src/nn2c/data/cost_model.json (package data) and the `costmodel` section of
+docs/BENCHMARKS.md: per-model total error and per-layer error, in sample and leaving each model
+out of the fit; measurements are kept in test-artifacts/costmodel_measurements.json for --refit.
+
+    python bench/costmodel.py [--targets cortex-m4 cortex-m55 cortex-m7] [--models kws_ref_model ...]
+    python bench/costmodel.py --candidates 24   # + 24 generated candidates, added to the saved measurements
+    python bench/costmodel.py --refit --speed   # fit again without QEMU; + time nn2c.profile on tinyengine/vww
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import nnls
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from report_file import replace_section  # noqa: E402
+
+from nn2c.errors import NN2CError  # noqa: E402
+from nn2c.profiler import (  # noqa: E402
+    FEATURES,
+    StepProfile,
+    code_bytes,
+    feature_values,
+    kernel_key,
+    kernels_used,
+    predict_step,
+    profile,
+)
+from nn2c.targets.cortexm_bench import bench_model  # noqa: E402
+from nn2c.targets.cortexm_build import missing_tools  # noqa: E402
+
+DATA_FILE = ROOT / "src" / "nn2c" / "data" / "cost_model.json"
+MEASUREMENTS = ROOT / "test-artifacts" / "costmodel_measurements.json"
+CANDIDATES = ROOT / "test-artifacts" / "candidates"
+# the one huge model of models/: 300.8 M MACs and 3.5 MB of weights (nn2c inspect), MobileNetV2 at 224x224
+SKIP = {"tflite_micro/mobilenet_v2_quantized_1x3x224x224": "300.8 M MACs, 3.5 MB of weights: the huge one"}
+TARGETS = ["cortex-m4", "cortex-m55", "cortex-m7"]
+MIN_INSTRUCTIONS = 50  # steps below this (a copy of a few bytes) are left out of the error statistics
+
+
+def models() -> list[Path]:
+    found = sorted((ROOT / "models").glob("*/*.tflite")) + sorted((ROOT / "models").glob("*/*.onnx"))
+    return [p for p in found if _key(p) not in SKIP]
+
+
+def _key(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def candidates(count: int, seed: int, folder: Path) -> list[Path]:
+    """MCUNet-style int8 candidates with seeded random weights (tests/test_row_groups.py's Net writes the
+    .tflite with nn2c's own writer): input resolution, width multiplier, per stage a depth, and per block
+    a kernel size (3/5/7) and an expand ratio (3/4/6)."""
+    sys.path.insert(0, str(ROOT))  # the tests' int8 network builder
+    from tests.test_row_groups import Net
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(count):
+        net = Net(int(rng.integers(1 << 30)))
+        size = int(rng.choice([48, 64, 80, 96, 112]))
+        width = float(rng.choice([0.35, 0.5, 0.75, 1.0]))
+        channels = [max(8, round(c * width / 8) * 8) for c in (16, 24, 40, 64, 96)]
+        x = net.input((1, size, size, 3))
+        h = net.conv(x, channels[0], 3, 2)
+        for stage, out_c in enumerate(channels[1:]):
+            for block in range(int(rng.integers(1, 4))):
+                h = net.inverted_bottleneck(h, int(rng.choice([3, 4, 6])), out_c, int(rng.choice([3, 5, 7])),
+                                            2 if block == 0 and stage < 3 else 1)
+        h = net.pool(h, h[1][1], 1, "AVERAGE_POOL_2D")
+        path = folder / f"c{i:03d}.tflite"
+        path.write_bytes(net.build(x, h))
+        paths.append(path)
+    return paths
+
+
+def measure(paths: list[Path], targets: list[str]) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = dict(SKIP)
+    for path in paths:
+        for target in targets:
+            started = time.time()
+            try:
+                report = bench_model(path, target=target, count=1, seed=0, large_memory=None)
+                prof = profile(path, target=target)
+            except NN2CError as exc:
+                skipped[f"{_key(path)} ({target})"] = str(exc).splitlines()[0][:160]
+                print(f"  {_key(path)} {target}: skipped: {skipped[f'{_key(path)} ({target})']}", flush=True)
+                continue
+            if not report.passed():
+                skipped[f"{_key(path)} ({target})"] = f"outputs differ from {report.reference}"
+                continue
+            measured = {x.index: x.instructions for x in report.layers}
+            steps = []
+            for step in prof.steps:
+                steps.append({**_step_json(step), "measured": measured.get(step.step, 0.0)})
+            rows.append({"model": _key(path), "target": target, "steps": steps,
+                         "measured_total": report.instructions_per_inference,
+                         "invoke_overhead": report.invoke_overhead, "flash_code": report.footprint.flash_code,
+                         "kernels": len({k for s in prof.steps for k in s.kernels})})
+            print(f"  {_key(path)} {target}: {report.instructions_per_inference:,} instructions, "
+                  f"{len(steps)} steps ({time.time() - started:.1f} s)", flush=True)
+    return {"rows": rows, "skipped": skipped}
+
+
+def _step_json(step: StepProfile) -> dict[str, Any]:
+    return {"step": step.step, "op": step.op, "kernel": kernel_key(step.kernels), "kernels": step.kernels,
+            "features": step.features(), "members": step.members, "has_code": step.has_code}
+
+
+def _as_step(row: dict[str, Any]) -> StepProfile:
+    f = row["features"]
+    return StepProfile(row["step"], row["op"], "", [], row["kernels"], int(f["macs"]), int(f["output_elements"]),
+                       int(f["input_elements"]), int(f["output_pixels"]), 0, members=row["members"],
+                       has_code=row["has_code"])
+
+
+def _fit_linear(samples: list[tuple[dict[str, float], float]]) -> dict[str, float]:
+    """Non-negative least squares on relative error: minimise sum ((x.c - y) / y)^2. With fewer samples
+    than features, one size feature alone (MACs, else output elements): a constant fitted to a few
+    layers would not scale to a larger one."""
+    features = list(FEATURES)
+    if len(samples) < len(FEATURES):
+        size = "macs" if all(s["macs"] > 0 for s, _ in samples) else "output_elements"
+        features = [size] if all(s[size] > 0 for s, _ in samples) else ["one"]
+    a = np.array([[feature_values(s)[k] / y for k in features] for s, y in samples])
+    # scale the columns so that MACs (millions) and the constant (one) are fitted alike
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-12)
+    coef, _ = nnls(a / scale, np.ones(len(samples)), maxiter=2000)
+    fit = dict.fromkeys(FEATURES, 0.0)
+    fit.update({k: float(c / s) for k, c, s in zip(features, coef, scale, strict=True)})
+    return fit
+
+
+def _fit_absolute(xs: list[list[float]], ys: list[float], names: list[str]) -> dict[str, float]:
+    a, y = np.array(xs, dtype=float), np.array(ys, dtype=float)
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-12)
+    coef, _ = nnls(a / scale, y, maxiter=2000)
+    return {k: float(c / s) for k, c, s in zip(names, coef, scale, strict=True)}
+
+
+def fit_core(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost model of one core from its measured rows (nn2c.profile's cost_model()[core])."""
+    plain = [(s, s["measured"]) for r in rows for s in r["steps"]
+             if s["op"] != "ROW_GROUP" and s["has_code"] and s["measured"] >= MIN_INSTRUCTIONS]
+    by_kernel: dict[str, list] = {}
+    by_op: dict[str, list] = {}
+    by_op_kernel: dict[str, list] = {}
+    for s, y in plain:
+        by_op_kernel.setdefault(f"{s['op']}:{s['kernel']}", []).append((s["features"], y))
+        by_kernel.setdefault(s["kernel"], []).append((s["features"], y))
+        by_op.setdefault(s["op"], []).append((s["features"], y))
+    costs: dict[str, Any] = {
+        "op_kernels": {k: _fit_linear(v) for k, v in sorted(by_op_kernel.items())},
+        "kernels": {k: _fit_linear(v) for k, v in sorted(by_kernel.items())},
+        "ops": {k: _fit_linear(v) for k, v in sorted(by_op.items())},
+        "fallback": _fit_linear([(s["features"], y) for s, y in plain]) if plain else dict.fromkeys(FEATURES, 0.0),
+        "row_group": {"factor": 1.0, "per_operator": 0.0, "constant": 0.0},
+        "samples": {k: len(v) for k, v in sorted(by_kernel.items())},
+    }
+    groups = [s for r in rows for s in r["steps"] if s["op"] == "ROW_GROUP" and s["measured"] >= MIN_INSTRUCTIONS]
+    if groups:
+        xs, ys = [], []
+        for s in groups:
+            members = predict_step({**costs, "row_group": {"factor": 1.0, "per_operator": 0.0, "constant": 0.0}},
+                                   _as_step(s))
+            xs.append([members / s["measured"], len(s["members"]) / s["measured"], 1.0 / s["measured"]])
+            ys.append(1.0)
+        group = _fit_absolute(xs, ys, ["factor", "per_operator", "constant"])
+        costs["row_group"] = group
+    costs["overhead"] = _fit_absolute([[1.0, len(r["steps"])] for r in rows], [r["invoke_overhead"] for r in rows],
+                                      ["constant", "per_step"])
+    costs["code_bytes"] = _fit_code(rows)
+    return costs
+
+
+def _row_kernels(row: dict[str, Any]) -> set[str]:
+    return kernels_used([_as_step(s) for s in row["steps"]])
+
+
+def _fit_code(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Model code bytes = constant + per step + the size of each kernel function used (NNLS)."""
+    names = sorted({k for r in rows for k in _row_kernels(r)})
+    xs = [[1.0, len(r["steps"])] + [1.0 if k in _row_kernels(r) else 0.0 for k in names] for r in rows]
+    fit = _fit_absolute(xs, [r["flash_code"] for r in rows], ["constant", "per_step", *names])
+    sizes = {k: fit[k] for k in names}
+    seen = [v for v in sizes.values() if v > 0]
+    return {"constant": fit["constant"], "per_step": fit["per_step"], "kernels": sizes,
+            "unseen_kernel": float(np.percentile(seen, 25)) if seen else 0.0}
+
+
+def predict_row(costs: dict[str, Any], row: dict[str, Any]) -> tuple[float, list[float]]:
+    steps = [predict_step(costs, _as_step(s)) for s in row["steps"]]
+    over = costs["overhead"]
+    return sum(steps) + over["constant"] + over["per_step"] * len(row["steps"]), steps
+
+
+def evaluate(rows: list[dict[str, Any]], costs_of: Any) -> dict[str, Any]:
+    """Per model total error, per layer error and code-bytes error; costs_of(row) gives the cost model
+    to judge it with."""
+    totals, layers, code = [], [], []
+    for row in rows:
+        costs = costs_of(row)
+        guess = code_bytes(costs, len(row["steps"]), _row_kernels(row))
+        code.append((guess - row["flash_code"]) / row["flash_code"])
+        total, steps = predict_row(costs, row)
+        totals.append((row["model"], total, row["measured_total"], (total - row["measured_total"])
+                       / row["measured_total"]))
+        for s, p in zip(row["steps"], steps, strict=True):
+            if s["measured"] >= MIN_INSTRUCTIONS:
+                layers.append((row["model"], s["step"], s["op"], s["kernel"], p, s["measured"],
+                               (p - s["measured"]) / s["measured"]))
+    return {"totals": totals, "layers": layers, "code": code}
+
+
+def _share(errors: list[float], bound: float) -> float:
+    return 100.0 * sum(abs(e) <= bound for e in errors) / max(len(errors), 1)
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.abs(values), q)) * 100 if values else 0.0
+
+
+SPEED_MODEL = "tinyengine/vww"
+SPEED_MODES = [("auto", "exact"), ("layer", "exact"), ("layer", "greedy")]
+
+
+def measure_speed(runs: int) -> list[dict[str, Any]]:
+    """nn2c.profile's time on SPEED_MODEL after loading it (an in-memory Graph, as a search loop would pass),
+    per (schedule, planner), with the median time of each stage."""
+    from nn2c.api import CompileOptions, load_model
+
+    graph = load_model(ROOT / "models" / f"{SPEED_MODEL}.tflite")
+    results = []
+    for schedule, planner in SPEED_MODES:
+        options = CompileOptions(schedule=schedule, planner=planner)
+        totals, stages = [], {}
+        ram = 0
+        for _ in range(runs):
+            stamps: list[tuple[float, str]] = []
+            prof = profile(graph, target="cortex-m4", options=options,
+                           progress=lambda text, stamps=stamps: stamps.append((time.perf_counter(), text)))
+            end = stamps[0][0] + prof.seconds
+            for (start, text), (stop, _) in zip(stamps, [*stamps[1:], (end, "")], strict=True):
+                stages.setdefault(text.split(" (")[0], []).append(stop - start)
+            totals.append(prof.seconds)
+            ram = prof.ram_bytes
+        results.append({"schedule": schedule, "planner": planner, "runs": runs, "ram_bytes": ram,
+                        "median_ms": 1000 * float(np.median(totals)), "p95_ms": 1000 * float(np.percentile(totals, 95)),
+                        "stages_ms": {k: 1000 * float(np.median(v)) for k, v in stages.items()}})
+        print(f"  profile {SPEED_MODEL} --schedule {schedule} --planner {planner}: median "
+              f"{results[-1]['median_ms']:.0f} ms, p95 {results[-1]['p95_ms']:.0f} ms, RAM {ram:,} B", flush=True)
+    return results
+
+
+def render_speed(speed: list[dict[str, Any]]) -> list[str]:
+    stages = list(speed[0]["stages_ms"])
+    lines = ["", f"### Profile time ({SPEED_MODEL}, cortex-m4, after loading; {speed[0]['runs']} runs each, "
+             "this shared 2-core machine)", "",
+             "| --schedule | --planner | RAM (= compile's with the same options) | median | p95 | "
+             + " | ".join(stages) + " |",
+             "|---|---|---|---|---|" + "---|" * len(stages)]
+    for row in speed:
+        lines.append(f"| {row['schedule']} | {row['planner']} | {row['ram_bytes']:,} B | {row['median_ms']:.0f} ms | "
+                     f"{row['p95_ms']:.0f} ms | " + " | ".join(f"{row['stages_ms'].get(k, 0):.0f} ms" for k in stages)
+                     + " |")
+    return lines
+
+
+def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds: float,
+           speed: list[dict[str, Any]] | None = None) -> str:
+    lines = [
+        "## Cost model: predicted against measured instructions",
+        "",
+        "`nn2c profile` predicts instructions per step from a linear model per operator and kernel function",
+        "(MACs, patch elements = MACs / output channels, output and input elements, output pixels, a constant;",
+        "row groups: a factor on their members' sum) fitted by `bench/costmodel.py` against the QEMU instruction",
+        "counts of `nn2c bench` (one seeded input, outputs checked against TFLM) of every network below. *In sample*:",
+        "fitted and judged on the same networks; *left out*: each network judged by a fit without it.",
+        f"Steps under {MIN_INSTRUCTIONS} instructions are left out of the per-layer figures. Run took "
+        f"{seconds / 60:.1f} min of measurement.",
+        "",
+        "| core | networks | count | layers | total within ±10%: in sample / left out | total abs error, left out: "
+        "median / p95 / max | layers within ±10% / ±25%, left out | layer abs error, left out: median / p90 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    subsets = [("all", lambda m: True), ("models/", lambda m: not m.startswith(f"{CANDIDATES.name}/")),
+               ("candidates", lambda m: m.startswith(f"{CANDIDATES.name}/"))]
+    for core, res in results.items():
+        ins, out = res["in_sample"], res["left_out"]
+        for label, keep in subsets:
+            te_in = [t[3] for t in ins["totals"] if keep(t[0])]
+            te_out = [t[3] for t in out["totals"] if keep(t[0])]
+            le = [x[6] for x in out["layers"] if keep(x[0])]
+            if not te_in:
+                continue
+            lines.append(f"| {core} | {label} | {len(te_in)} | {len(le)} | {_share(te_in, 0.10):.0f}% / "
+                         f"{_share(te_out, 0.10):.0f}% | {_pct(te_out, 50):.1f}% / {_pct(te_out, 95):.1f}% / "
+                         f"{_pct(te_out, 100):.1f}% | {_share(le, 0.10):.0f}% / {_share(le, 0.25):.0f}% | "
+                         f"{_pct(le, 50):.1f}% / {_pct(le, 90):.1f}% |")
+    lines += ["", "Code bytes (`code_bytes_estimate`: constant + per step + a fitted size per kernel function used, fitted to the bench "
+              "images' model code from the map file), absolute error over the models, left out: "
+              + "; ".join(f"{core} median {_pct(res['left_out']['code'], 50):.0f}%, max "
+                          f"{_pct(res['left_out']['code'], 100):.0f}%" for core, res in results.items()) + "."]
+    for core, res in results.items():
+        lines += ["", f"### {core}: per model (total instructions per inference)", "",
+                  "| model | measured | predicted (in sample) | error | predicted (left out) | error |",
+                  "|---|---|---|---|---|---|"]
+        for (model, p_in, y, e_in), (_, p_out, _, e_out) in zip(res["in_sample"]["totals"],
+                                                                res["left_out"]["totals"], strict=True):
+            lines.append(f"| {model} | {y:,.0f} | {p_in:,.0f} | {100 * e_in:+.1f}% | {p_out:,.0f} | {100 * e_out:+.1f}% |")
+        worst = sorted(res["left_out"]["layers"], key=lambda x: -abs(x[6]) * x[5])[:6]
+        lines += ["", f"Worst layers on {core} (most instructions mispredicted, left out):", "",
+                  "| model | step | op | kernel | measured | predicted | error |", "|---|---|---|---|---|---|---|"]
+        for model, step, op, kernel, p, y, e in worst:
+            lines.append(f"| {model} | {step} | {op} | {kernel or '-'} | {y:,.0f} | {p:,.0f} | {100 * e:+.1f}% |")
+    if skipped:
+        lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) + "."]
+    if speed:
+        lines += render_speed(speed)
+    lines += ["", "Candidates: MCUNet-style int8 networks (`candidates()` here: input 48-112, width 0.35-1.0, 1-3 "
+              "blocks per stage, kernels 3/5/7, expand 3/4/6, seeded random weights), benched like the models. "
+              "In sample figures overstate the accuracy on unseen networks; the left-out columns (each network "
+              "judged by a fit without it) are the honest ones. Left-out outliers among the models are the ones "
+              "with an operator no other model has (LSTM, SVDF, hybrid float/int8 convolutions, the audio "
+              "front end): their fit falls back to a coarser one."]
+    return "\n".join(lines)
+
+
+def fit_and_write(data: dict[str, Any], write_docs: bool, seconds: float) -> None:
+    by_core: dict[str, list] = {}
+    for row in data["rows"]:
+        by_core.setdefault(row["target"], []).append(row)
+    cores = {core: fit_core(rows) for core, rows in sorted(by_core.items())}
+    if "cortex-m7" not in cores and "cortex-m4" in cores:
+        # same kernels and lowering; QEMU does not model the M7's dual issue, so its counts equal the M4's
+        cores["cortex-m7"] = {**cores["cortex-m4"], "note": "the Cortex-M4 fit: same kernels, and QEMU counts "
+                              "instructions, which do not depend on the M7's dual issue"}
+    DATA_FILE.parent.mkdir(parents=True, exist_ok=True)
+    DATA_FILE.write_text(json.dumps({
+        "about": "nn2c per-kernel cost model, fitted by bench/costmodel.py against QEMU instruction counts",
+        "features": list(FEATURES), "cores": cores}, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {DATA_FILE.relative_to(ROOT)}")
+    results = {}
+    for core, rows in sorted(by_core.items()):
+        results[core] = {
+            "in_sample": evaluate(rows, lambda _row, core=core: cores[core]),
+            "left_out": evaluate(rows, lambda row, rows=rows: fit_core([r for r in rows if r["model"] != row["model"]])),
+        }
+    text = render(results, data.get("skipped", {}), seconds, data.get("speed"))
+    print(text)
+    if write_docs:
+        replace_section("costmodel", text)
+        print("wrote the costmodel section of docs/BENCHMARKS.md")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--targets", nargs="+", default=TARGETS)
+    parser.add_argument("--models", nargs="+", default=None, help="model stems (default: all of models/)")
+    parser.add_argument("--refit", action="store_true", help="fit from the saved measurements, no QEMU runs")
+    parser.add_argument("--candidates", type=int, default=0, metavar="N",
+                        help="measure N generated MCUNet-style candidates and add them to the saved measurements")
+    parser.add_argument("--no-docs", action="store_true", help="do not write docs/BENCHMARKS.md")
+    parser.add_argument("--speed", type=int, nargs="?", const=20, default=0, metavar="RUNS",
+                        help=f"also time nn2c.profile on {SPEED_MODEL} (RUNS runs per mode, default 20)")
+    args = parser.parse_args()
+    started = time.time()
+    if not args.refit and missing_tools():
+        print(f"costmodel: needs {', '.join(missing_tools())}", file=sys.stderr)
+        return 1
+    if args.refit or args.candidates:
+        data = json.loads(MEASUREMENTS.read_text())
+    else:
+        paths = models()
+        if args.models:
+            paths = [p for p in paths if p.stem in args.models or _key(p) in args.models]
+        data = measure(paths, args.targets)
+        data["seconds"] = time.time() - started
+    if args.candidates:
+        extra = measure(candidates(args.candidates, 0, CANDIDATES), args.targets)
+        data["rows"] = [r for r in data["rows"] if not r["model"].startswith(f"{CANDIDATES.name}/")] + extra["rows"]
+        data["skipped"].update({k: v for k, v in extra["skipped"].items() if k not in SKIP})
+        data["candidates"] = args.candidates
+        data["seconds"] = data.get("seconds", 0.0) + time.time() - started
+    if not args.refit or args.candidates:
+        MEASUREMENTS.parent.mkdir(parents=True, exist_ok=True)
+        MEASUREMENTS.write_text(json.dumps(data))
+    if args.speed:
+        data["speed"] = measure_speed(args.speed)
+        MEASUREMENTS.write_text(json.dumps(data))
+    fit_and_write(data, not args.no_docs, data.get("seconds", time.time() - started))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
