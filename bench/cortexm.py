@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from report_file import replace_section  # noqa: E402
 
 from nn2c.errors import NN2CError  # noqa: E402
-from nn2c.target import bench_targets, get_target  # noqa: E402
+from nn2c.target import bench_targets  # noqa: E402
 from nn2c.targets import cortexm  # noqa: E402
 from nn2c.targets.cortexm_bench import bench_model  # noqa: E402
-from nn2c.targets.cortexm_build import missing_tools  # noqa: E402
+from nn2c.targets.cortexm_build import large_memory_script, missing_tools  # noqa: E402
 
 MODELS = [
     "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlcommons_tiny/pretrainedResnet_quant",
@@ -76,26 +76,13 @@ ACCEPTANCE = ["mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8", "mlc
 @contextlib.contextmanager
 def _large_memory_map(target: str) -> Iterator[None]:
     """The bench image's linker script with room for big models (tinyengine/vww's 600 KB of weights
-    do not fit its 512 KiB of code memory): Cortex-M4/M7 (mps2-an386/an500) get the board's 4 MiB of
-    code memory and 4 MiB of RAM; Cortex-M55 (mps3-an547, 512 KiB ITCM / DTCM) keeps its code in
-    ITCM, gets the read-only data of the weights and of the bench inputs in DDR at 0x60000000 and
-    its RAM in the 4 MiB SRAM at 0x21000000. Instruction counts do not depend on where the data
-    sit; the bench's own script (nn2c.targets.cortexm) stays as it is."""
+    do not fit its 512 KiB of code memory): cortexm_build.large_memory_script, the memory map of
+    `nn2c bench --board`. The bench's own script (nn2c.targets.cortexm) stays as it is."""
     original = cortexm.data_text
 
     def text(name: str) -> str:
         script = original(name)
-        if name != cortexm.LINKER_SCRIPT:
-            return script
-        if get_target(target).qemu_board != "mps3-an547":  # the mps2 boards: 4 MiB of code memory
-            return (script.replace("ORIGIN = 0x00000000, LENGTH = 512K", "ORIGIN = 0x00000000, LENGTH = 4096K")
-                    .replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x20000000, LENGTH = 4096K"))
-        script = script.replace("FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K",
-                                "FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = 512K\n"
-                                "    DDR (rx)    : ORIGIN = 0x60000000, LENGTH = 16384K")
-        script = script.replace("ORIGIN = 0x20000000, LENGTH = 512K", "ORIGIN = 0x21000000, LENGTH = 4096K")
-        weights = "*_weights.o(.rodata .rodata.*) *nn2c_bench_inputs.o(.rodata .rodata.*)"
-        return script.replace("    .text :\n", f"    .weights : {{ {weights} }} > DDR\n\n    .text :\n")
+        return large_memory_script(script, target) if name == cortexm.LINKER_SCRIPT else script
 
     cortexm.data_text = text
     try:

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import flatbuffers
 import numpy as np
 import pytest
-import tflite
 
 from nn2c.api import compile_model, load_model
 from nn2c.errors import InvalidModelError, UnsupportedOpError
-from nn2c.export import tflite_writer as tw
 from nn2c.options import CompileOptions
 from nn2c.reference.evaluate import run_graph
 from nn2c.verify.build import build, run
@@ -33,72 +30,6 @@ from tests.test_op_signal import CustomOpModel, _tflm
 
 _QUICK = CompileOptions(planner="greedy", schedule="layer")
 CODE = "TFLite_Detection_PostProcess"
-
-
-class QuantizedCustomOpModel(CustomOpModel):
-    """CustomOpModel with per-tensor quantization (scale, zero point) on chosen tensors."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.quant: dict[int, tuple[float, int]] = {}
-
-    def serialize(self, inputs: list[int], outputs: list[int]) -> bytes:
-        b = flatbuffers.Builder(4096)
-        buffers = [tw._buffer(b, None)]
-        tensor_offsets = []
-        for index, (dtype, shape, name, data) in enumerate(self.tensors):
-            buffer = 0
-            if data is not None:
-                buffer = len(buffers)
-                buffers.append(tw._buffer(b, np.ascontiguousarray(data).tobytes()))
-            scale, zero = self.quant.get(index, (None, None))
-            spec = tw.TensorSpec(dtype, shape, name, None if scale is None else [scale],
-                                 None if zero is None else [zero])
-            tensor_offsets.append(tw._tensor(b, spec, buffer))
-        codes = list(dict.fromkeys(op[0] for op in self.ops))
-        op_offsets = []
-        for code, ins, outs, raw in self.ops:
-            ins_off = tw._ints(b, tflite.OperatorStartInputsVector, ins)
-            outs_off = tw._ints(b, tflite.OperatorStartOutputsVector, outs)
-            custom = b.CreateByteVector(raw) if raw is not None else None
-            tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, codes.index(code))
-            tflite.OperatorAddInputs(b, ins_off)
-            tflite.OperatorAddOutputs(b, outs_off)
-            if custom is not None:
-                tflite.OperatorAddCustomOptions(b, custom)
-            op_offsets.append(tflite.OperatorEnd(b))
-        code_offsets = []
-        for code in codes:
-            custom_name = None if code == code.upper() else b.CreateString(code)
-            builtin = getattr(tflite.BuiltinOperator, code) if custom_name is None else tflite.BuiltinOperator.CUSTOM
-            tflite.OperatorCodeStart(b)
-            tflite.OperatorCodeAddBuiltinCode(b, builtin)
-            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
-            if custom_name is not None:
-                tflite.OperatorCodeAddCustomCode(b, custom_name)
-            tflite.OperatorCodeAddVersion(b, 1)
-            code_offsets.append(tflite.OperatorCodeEnd(b))
-        tensors = tw._offsets(b, tflite.SubGraphStartTensorsVector, tensor_offsets)
-        ins_vec = tw._ints(b, tflite.SubGraphStartInputsVector, inputs)
-        outs_vec = tw._ints(b, tflite.SubGraphStartOutputsVector, outputs)
-        ops_vec = tw._offsets(b, tflite.SubGraphStartOperatorsVector, op_offsets)
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, tensors)
-        tflite.SubGraphAddInputs(b, ins_vec)
-        tflite.SubGraphAddOutputs(b, outs_vec)
-        tflite.SubGraphAddOperators(b, ops_vec)
-        sub = tflite.SubGraphEnd(b)
-        subs = tw._offsets(b, tflite.ModelStartSubgraphsVector, [sub])
-        codes_vec = tw._offsets(b, tflite.ModelStartOperatorCodesVector, code_offsets)
-        buffers_vec = tw._offsets(b, tflite.ModelStartBuffersVector, buffers)
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, 3)
-        tflite.ModelAddOperatorCodes(b, codes_vec)
-        tflite.ModelAddSubgraphs(b, subs)
-        tflite.ModelAddBuffers(b, buffers_vec)
-        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
 
 
 def _options(**overrides: Any) -> dict[str, Any]:
@@ -122,7 +53,7 @@ def _model(boxes: int, classes: int, options: dict[str, Any] | bytes, rows: int,
            stride: int = 4, dtype: str = "float32", name: str | None = None, dequantize: bool = False) -> bytes:
     """Flat inputs (int8 ones DEQUANTIZEd first with `dequantize`) -> RESHAPE -> TFLite_Detection_PostProcess
     -> 4 outputs."""
-    m = QuantizedCustomOpModel()
+    m = CustomOpModel()
     inputs = [m.tensor("int8" if dequantize else dtype, (1, boxes * stride), name=name or "box_input"),
               m.tensor("int8" if dequantize else dtype, (1, boxes * classes), name="score_input")]
     flat_boxes, flat_scores = inputs

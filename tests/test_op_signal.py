@@ -142,6 +142,7 @@ class CustomOpModel:
 
     tensors: list[tuple[str, tuple[int, ...], str, np.ndarray | None]] = field(default_factory=list)
     ops: list[tuple[str, list[int], list[int], bytes | None]] = field(default_factory=list)
+    quant: dict[int, tuple[float, int]] = field(default_factory=dict)  # tensor -> (scale, zero point)
 
     def tensor(self, dtype: str, shape: tuple[int, ...], data: Any = None, name: str | None = None) -> int:
         array = None if data is None else np.asarray(data).astype(np.dtype(dtype)).reshape(shape)
@@ -165,11 +166,15 @@ class CustomOpModel:
         b = flatbuffers.Builder(4096)
         buffers = [tw._buffer(b, None)]
         tensor_offsets = []
-        for dtype, shape, name, data in self.tensors:
+        for index, (dtype, shape, name, data) in enumerate(self.tensors):
             buffer = 0
             if data is not None:
                 buffer = len(buffers)
                 buffers.append(tw._buffer(b, np.ascontiguousarray(data).tobytes()))
+            if index in self.quant:  # the writer's tensor table knows quantization parameters
+                scale, zero = self.quant[index]
+                tensor_offsets.append(tw._tensor(b, tw.TensorSpec(dtype, shape, name, [scale], [zero]), buffer))
+                continue
             name_off = b.CreateString(name)
             shape_off = tw._ints(b, tflite.TensorStartShapeVector, list(shape))
             tflite.TensorStart(b)
