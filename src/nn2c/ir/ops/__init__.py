@@ -45,12 +45,13 @@ import numpy as np
 from nn2c.ir.graph import Node
 from nn2c.ir.ops.info import ALL, Int8Rule, OpInfo
 
-__all__ = ["ALL", "FUSED_ACTIVATIONS", "OPS", "Int8Rule", "OpInfo", "data_inputs", "int8_attr_problem",
+__all__ = ["ALL", "FAMILY", "FUSED_ACTIVATIONS", "OPS", "Int8Rule", "OpInfo", "data_inputs", "int8_attr_problem",
            "int8_scales_ok", "op_info", "ops_where"]
 
 
-def _collect() -> dict[str, OpInfo]:
+def _collect() -> tuple[dict[str, OpInfo], dict[str, str]]:
     table: dict[str, OpInfo] = {}
+    family: dict[str, str] = {}
     for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module.name == "info":
             continue
@@ -59,10 +60,13 @@ def _collect() -> dict[str, OpInfo]:
             if name in table:
                 raise AssertionError(f"operator {name} has facts in two modules of nn2c.ir.ops")
             table[name] = info
-    return table
+            family[name] = module.name
+    return table, family
 
 
-OPS: dict[str, OpInfo] = _collect()
+OPS: dict[str, OpInfo]
+FAMILY: dict[str, str]  # operator -> the module of this package that holds its facts (its family)
+OPS, FAMILY = _collect()
 
 _UNKNOWN = OpInfo("other")
 
