@@ -161,3 +161,43 @@ def test_keras_rnn_exports_match_litert(tmp_path, model):
     assert not report.skipped, report.skipped
     bad = [c for c in report.comparisons if c.mismatches]
     assert report.comparisons and not bad, [(c.output, c.mismatches, c.max_abs_diff) for c in bad]
+
+
+def test_if_inside_the_body_matches_tflm(tmp_path):
+    """An IF in the loop body (inlined once per iteration, its tensor names repeating from copy to copy)
+    on a run-time flag: three iterations of x <- x + 1 or x - 1."""
+    def loop_values(sub: _Subgraph) -> list[int]:
+        return [sub.tensor("int32", (1,), name="i"), sub.tensor("float32", (1, 4), name="x"),
+                sub.tensor("bool", (1,), name="flag")]
+
+    cond = _Subgraph()
+    cond.inputs = loop_values(cond)
+    flag = cond.tensor("bool", (1,), name="go")
+    cond.op("LESS", [cond.inputs[0], cond.tensor("int32", (1,), data=np.array([3]), name="n")], [flag])
+    cond.outputs = [flag]
+    body = _Subgraph()
+    i, x, run_flag = body.inputs = loop_values(body)
+    i_next, x_next = body.tensor("int32", (1,), name="i_next"), body.tensor("float32", (1, 4), name="x_next")
+    body.op("ADD", [i, body.tensor("int32", (1,), data=np.array([1]), name="one")], [i_next],
+            {"fused_activation_function": "NONE"})
+    body.op("IF", [run_flag, x], [x_next], {"then_subgraph_index": 3, "else_subgraph_index": 4})
+    body.outputs = [i_next, x_next, run_flag]
+    branches = []
+    for op in ("ADD", "SUB"):
+        branch = _Subgraph()
+        a, y = branch.tensor("float32", (1, 4), name="a"), branch.tensor("float32", (1, 4), name="y")
+        branch.op(op, [a, branch.tensor("float32", (1, 4), data=np.ones((1, 4)), name="c")], [y],
+                  {"fused_activation_function": "NONE"})
+        branch.inputs, branch.outputs = [a], [y]
+        branches.append(branch)
+    main = _Subgraph()
+    x0, go = main.tensor("float32", (1, 4), name="x0"), main.tensor("bool", (1,), name="up")
+    results = loop_values(main)
+    main.op("WHILE", [main.tensor("int32", (1,), data=np.array([0]), name="start"), x0, go], results,
+            {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    main.inputs, main.outputs = [x0, go], [results[1]]
+    model = _serialize([main, cond, body, *branches])
+    assert_matches_tflm(model, tmp_path, records=4, name="while_if")
+    path = tmp_path / "while_if.tflite"
+    names = [v.name for v in load_model(path).values()]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

@@ -74,6 +74,7 @@ class _Subgraph:
                                          "twice as an input, which nn2c does not support")
             sub.values[tensor] = value  # TFLM copies the loop values into the subgraph's input tensors
         seeded = {id(v) for v in operands}
+        added: list[Node] = []
         for k, (op, name) in enumerate(zip(self.ops, self.names, strict=True)):
             scratch = Graph("while_scratch")
             sub.add_op(scratch, op, name, k, f"{self.role} subgraph {self.index} op #{k} {name}")
@@ -84,16 +85,25 @@ class _Subgraph:
                     continue  # an empty slice, or folded
                 if node.op == "CONCATENATION":  # a TensorList write at the first or last step concatenates an
                     node.inputs = [v for v in node.inputs if v is None or v.type.num_elements]  # empty slice
-                graph.add_node(node)
+                added.append(graph.add_node(node))
         results = [sub.value(i, f"{self.role} subgraph {self.index} output list") for i in self.outputs]
+        copied: list[Value] = []
         for tensor, value in sub.values.items():
             if value.is_variable:
                 raise UnsupportedOpError(f"{self.where}: {self.role} subgraph {self.index} keeps state (variable "
                                          f"tensor {value.name!r}), which nn2c does not support inside a WHILE")
             if tensor not in self.produced and value.is_constant:
                 self.shared[tensor] = value
-            elif id(value) not in seeded:
-                value.name = f"{prefix}/{value.name}"  # subgraph tensor names repeat from copy to copy
+            else:
+                copied.append(value)
+        # subgraph tensor names repeat from copy to copy; so do those of an IF or WHILE nested in the body
+        # (inlined by sub.add_op, their values are not in sub.values): every value of this copy gets the prefix
+        shared = {id(v) for v in self.shared.values()}
+        renamed = set(seeded) | shared
+        for value in copied + [v for node in added for v in (*node.inputs, *node.outputs) if v is not None]:
+            if id(value) not in renamed:
+                renamed.add(id(value))
+                value.name = f"{prefix}/{value.name}"
         return results
 
 
