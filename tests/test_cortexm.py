@@ -196,6 +196,23 @@ def test_cli_bench_json():
         assert layer["bound_per_mac"] < layer["instructions_per_mac"]
 
 
+def test_cli_bench_report_shows_measured_layers(tmp_path):
+    """`nn2c bench --report`: the layer table carries each layer's measured instructions and loads + stores,
+    the same per-inference figures as --json."""
+    model = str(model_path("tflite_micro/hello_world_int8.tflite"))
+    result = CliRunner().invoke(cli_main, ["bench", model, "--inputs", "1", "--report", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(CliRunner().invoke(cli_main, ["bench", model, "--inputs", "1", "--json"]).output)
+    table = (tmp_path / "rep" / "report.md").read_text()
+    header = next(line for line in table.splitlines() if line.startswith("| # | operator |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[-2:] == ["instructions", "loads+stores"]
+    rows = [row for row in ([c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+                            if "FULLY_CONNECTED (" in line) if len(row) == len(columns)]
+    measured = sorted(round(float(row[-1].replace(",", ""))) for row in rows)
+    assert measured == sorted(round(layer["memory_accesses"]) for layer in payload["layers"])
+
+
 # --- the harness on hand-written model folders ----------------------------------------------
 
 FAKE_HEADER = """#ifndef FAKE_H

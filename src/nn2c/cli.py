@@ -509,7 +509,8 @@ def bench(model, target, count, seed, top, as_json, report_dir, board) -> None:
         with progress.step("writing the report"):
             # the same compile bench_model did (deterministic), kept for the layer table
             result = compile_model(model, options or CompileOptions(target=target))
-            write_report(result, report_dir, instructions={x.index: x.instructions for x in report.layers})
+            write_report(result, report_dir, instructions={x.index: x.instructions for x in report.layers},
+                         accesses={x.index: x.loads + x.stores for x in report.layers})
     if as_json:
         payload = report.as_dict(top=top or None)
         if board is not None:

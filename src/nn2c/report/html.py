@@ -104,8 +104,10 @@ def quant_dict(quant: Any) -> dict[str, Any] | None:
 
 
 def collect(result: CompileResult, ram_budget: int | None = None, flash_budget: int | None = None,
-            instructions: dict[int, float] | None = None, images: bool = True) -> ReportData:
-    """Gather everything the report shows; `instructions` (step -> per inference) come from nn2c bench."""
+            instructions: dict[int, float] | None = None, images: bool = True,
+            accesses: dict[int, float] | None = None) -> ReportData:
+    """Gather everything the report shows; `instructions` and `accesses` (loads + stores; step -> per
+    inference) come from nn2c bench."""
     from nn2c.passes.pipeline import report_dict
 
     options = getattr(result, "options", None)
@@ -123,7 +125,7 @@ def collect(result: CompileResult, ram_budget: int | None = None, flash_budget: 
         operators=len(graph.nodes), macs=sum(macs(n) for n in graph.nodes),
         arena_bytes=code.plan.arena_bytes, lower_bound=code.plan.lower_bound, state_bytes=code.state_bytes,
         weight_bytes=code.weight_bytes, inputs=[_io(v) for v in graph.inputs], outputs=[_io(v) for v in graph.outputs],
-        layers=layer_table(result, instructions), peak=peak(result),
+        layers=layer_table(result, instructions, accesses), peak=peak(result),
         budgets=[Budget("RAM", result.ram_bytes, ram_budget), Budget("flash", code.weight_bytes, flash_budget)],
         ops_before=getattr(result, "ops_before", None), ops_after=op_counts(graph),
         passes=report_dict(result.passes) if result.passes is not None else None,
@@ -222,8 +224,8 @@ def _budget_html(budget: Budget, ident: str) -> str:
 def _layer_rows(data: ReportData) -> tuple[list[str], list[list[Any]], set[int], list[str]]:
     measured = any(layer.instructions is not None for layer in data.layers)
     headers = ["#", "operator", "inputs", "outputs", "MACs", "weight B", "arena offset", "output B", "scratch B",
-               "memory", "live B"] + (["instructions"] if measured else [])
-    numeric = {0, 4, 5, 6, 7, 8, 10, 11}
+               "memory", "live B"] + (["instructions", "loads+stores"] if measured else [])
+    numeric = {0, 4, 5, 6, 7, 8, 10, 11, 12}
     rows, classes = [], []
     peak_step = data.peak.step if data.peak else -1
     for layer in data.layers:
@@ -233,7 +235,7 @@ def _layer_rows(data: ReportData) -> tuple[list[str], list[list[Any]], set[int],
                           ", ".join(layer.inputs), ", ".join(layer.outputs), layer.macs, layer.weight_bytes,
                           layer.offset, layer.size, layer.scratch_bytes, memory, layer.live_bytes]
         if measured:
-            row.append(layer.instructions)
+            row += [layer.instructions, layer.accesses]
         rows.append(row)
         classes.append("peak" if layer.step == peak_step else "")
     return headers, rows, numeric, classes
@@ -439,11 +441,12 @@ def render_markdown(data: ReportData) -> str:
 
 
 def write_report(result: CompileResult, out_dir: str | Path, ram_budget: int | None = None,
-                 flash_budget: int | None = None, instructions: dict[int, float] | None = None) -> list[Path]:
+                 flash_budget: int | None = None, instructions: dict[int, float] | None = None,
+                 accesses: dict[int, float] | None = None) -> list[Path]:
     """Write report.html, report.md, memory_plan.png and live_bytes.png into out_dir; return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = collect(result, ram_budget, flash_budget, instructions)
+    data = collect(result, ram_budget, flash_budget, instructions, accesses=accesses)
     written = []
     for file_name, png in data.images.items():
         (out_dir / file_name).write_bytes(png)

@@ -38,6 +38,7 @@ class Layer:
     live_bytes: int = 0  # bytes of arena buffers live during this step
     arena_top: int = 0  # highest arena byte used during this step
     instructions: float | None = None  # per inference, when measured (nn2c bench)
+    accesses: float | None = None  # loads + stores per inference, when measured (nn2c bench)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -75,11 +76,13 @@ def buffer_of(result: CompileResult) -> dict[int, str]:
     return result.code.buffer_of
 
 
-def layer_table(result: CompileResult, instructions: dict[int, float] | None = None) -> list[Layer]:
+def layer_table(result: CompileResult, instructions: dict[int, float] | None = None,
+                accesses: dict[int, float] | None = None) -> list[Layer]:
     """One Layer per operator of the compiled graph, in execution order."""
     graph, code = result.graph, result.code
     names = buffer_of(result)
-    return build_layers(graph, code.buffers, code.plan, code.inplace, names, instructions, steps_of(result))
+    return build_layers(graph, code.buffers, code.plan, code.inplace, names, instructions, steps_of(result),
+                        accesses)
 
 
 def steps_of(result: CompileResult) -> list[Any]:
@@ -99,7 +102,7 @@ def _step_weight_bytes(step: Any) -> int:
 
 def build_layers(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, pairs: list[InPlacePair],
                  names: dict[int, str], instructions: dict[int, float] | None = None,
-                 steps: list[Any] | None = None) -> list[Layer]:
+                 steps: list[Any] | None = None, accesses: dict[int, float] | None = None) -> list[Layer]:
     by_name = {r.name: r for r in requests}
     inplace_at = {(p.step, p.output) for p in pairs}
     layers = []
@@ -123,6 +126,8 @@ def build_layers(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, 
             layer.aliased = buffer in inputs
         if instructions is not None and step in instructions:
             layer.instructions = instructions[step]
+        if accesses is not None and step in accesses:
+            layer.accesses = accesses[step]
         layers.append(layer)
     return layers
 
