@@ -300,3 +300,11 @@ def test_onnx_seeds_compile():
             compile_model(model_path(seed))
         except NN2CError as exc:  # pragma: no cover - the message is the failure
             pytest.fail(f"{seed}: {exc}")
+
+
+def test_tflite_fuzzer_finding_fc_bias_of_wrong_length(tmp_path):
+    """A mutant of hello_world_int8 (op #1's bias input re-pointed at op #2's one-value bias): an IndexError
+    in passes/prune_channels.py, and before that pass, C that read 16 biases from a 1-value array."""
+    path = Path(__file__).parent / "assets" / "fuzz" / "hello_world_int8_fc_bias_of_1.tflite"
+    with pytest.raises(UnsupportedOpError, match=r"op #1 FULLY_CONNECTED .* has 1 values for 16 outputs"):
+        compile_model(path)

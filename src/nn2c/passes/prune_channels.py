@@ -124,6 +124,8 @@ def _matmul_ok(node: Node) -> bool:
             return False  # a zero weight is a zero real only with zero point 0 (TFLM's int8 kernels' rule)
     elif not all(v.type.dtype == "float32" and v.type.quant is None for v in (x, w, out, *([bias] if bias else []))):
         return False  # hybrid (float activations, int8 weights) or another type
+    if not out.type.shape or (bias is not None and bias.type.num_elements != out.type.shape[-1]):
+        return False  # a malformed bias: left to the lowering, which reports it
     if node.op == "FULLY_CONNECTED":
         return len(w.type.shape) == 2 and x.type.shape[-1] == w.type.shape[1] and out.type.shape[-1] == w.type.shape[0]
     if len(x.type.shape) != 4 or len(w.type.shape) != 4:

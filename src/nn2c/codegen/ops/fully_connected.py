@@ -61,6 +61,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("shuffled weight formats are not supported")
     accum_depth = w.type.shape[-1]
     output_depth = w.type.shape[0]
+    if bias is not None and bias.type.num_elements != output_depth:  # the kernels read one bias per output
+        raise ctx.unsupported(f"bias {bias.name!r} has {bias.type.num_elements} values for {output_depth} outputs")
     batches = prod(out.type.shape) // output_depth
     activation = node.fused_activation
     ctx.use_kernel("fully_connected")
