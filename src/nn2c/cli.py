@@ -198,7 +198,14 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
                    "--ram-budget: the cheapest schedule that fits.")
 @click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
               help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "
-                   "run it; its int8 outputs equal the generated C's).")
+                   "run it; its int8 outputs equal the generated C's). With --prune: the pruned model.")
+@click.option("--prune", "prune", default=None, metavar="structured:FRACTION|magnitude:SPARSITY",
+              help="Zero weights before compiling: the FRACTION of filters with the smallest L1 norm, or the "
+                   "SPARSITY of individual weights with the smallest magnitude, in every CONV_2D, DEPTHWISE_CONV_2D "
+                   "and FULLY_CONNECTED; reports the SQNR against the unpruned model (on --calibration data if "
+                   "given). No fine-tuning: accuracy drops.")
+@click.option("--prune-skip", "prune_skip", default=None, metavar="OPINDEX,...",
+              help="With --prune: leave these operators (indices as `nn2c inspect` shows them) dense.")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
               help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
                    "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")
@@ -209,18 +216,31 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @_one_line_errors
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
-            io_dtype, schedule, write_tflite, npu, npu_system_config, npu_memory_mode, board) -> None:
+            io_dtype, schedule, write_tflite, npu, npu_system_config, npu_memory_mode, board, prune=None,
+            prune_skip=None) -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
-    if calibration and not quantize:
-        raise UsageError("--calibration is only used with --quantize int8")
+    if calibration and not quantize and not prune:
+        raise UsageError("--calibration is only used with --quantize int8 or --prune")
+    skip: tuple[int, ...] = ()
+    if prune is not None or prune_skip:
+        from nn2c.prune import parse_skip, parse_spec
+
+        if prune is None:
+            raise UsageError("--prune-skip is only used with --prune")
+        parse_spec(prune)  # a malformed spec fails before the model is read
+        skip = parse_skip(prune_skip)
     options = CompileOptions(name=name, ram_budget=ram_budget, flash_budget=flash_budget, planner=planner,
                              inplace=not no_inplace, opt_level=opt_level, nhwc_io=nhwc_io, target=target,
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
                              write_tflite=write_tflite, schedule=schedule, npu=npu,
                              npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode)
+    if prune is not None:
+        from dataclasses import replace
+
+        options = replace(options, prune=prune, prune_skip=skip)
     if (npu_system_config or npu_memory_mode) and not npu:
         raise UsageError("--npu-system-config and --npu-memory-mode are only used with --npu")
     options = _board_options(options, board)
@@ -271,6 +291,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         from nn2c.report.html import quant_dict
 
         summary["quantization"] = quant_dict(result.quant)
+    if result.prune is not None:
+        summary["pruning"] = result.prune.to_dict()
     if as_json:
         _print_json(summary)
         return
@@ -296,8 +318,11 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
     worst = getattr(result.quant, "output_sqnr_db", None)
     if worst is not None:
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")
+    if result.prune is not None:
+        for line in result.prune.lines():
+            _say(f"  {line}")
     if write_tflite:
-        _say(f"  int8 model as TFLite: {write_tflite}")
+        _say(f"  {'int8' if quantize else 'pruned'} model as TFLite: {write_tflite}")
     if "npu" in result.graph.metadata:
         for line in result.graph.metadata["npu"].lines():
             _say(f"  {line}")
@@ -305,6 +330,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         _say(f"  report: {Path(out_dir) / 'report.html'}")
     if _settings().verbose and result.quant is not None:
         progress.detail(str(result.quant).rstrip("\n"))
+    if _settings().verbose and result.prune is not None:
+        progress.detail(str(result.prune).rstrip("\n"))
     if _settings().verbose:
         from nn2c.report.layers import peak
 
@@ -615,6 +642,38 @@ def profile(model, target, board, schedule, planner, ram_budget, opt_level, nhwc
         raise BudgetExceededError(
             f"{model} does not fit board {fit['name']}: RAM {fit['ram_used']:,} B of {fit['ram_bytes']:,}, "
             f"flash {fit['flash_used']:,} B of {fit['flash_bytes']:,} (weights exact + code estimated)")
+
+
+@main.command()
+@click.argument("space", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out_dir", default="sweep_out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder of results.csv (appended as candidates finish; a re-run skips the done ones), "
+                   "results.parquet (with pyarrow), pareto.png and index.html.")
+@click.option("--address", default=None, metavar="RAY_ADDRESS",
+              help="An existing Ray cluster (HOST:PORT, ray://HOST:PORT or auto); default: a local one.")
+@click.option("--board", default=None, metavar="NAME", help="The board to fit and estimate latency on "
+              "(overrides the space's `board:`).")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="CPUs of the local Ray cluster (default: all); with --address, at most 2N candidates in flight.")
+@_output_options
+@_one_line_errors
+def sweep(space, out_dir, address, board, workers) -> None:
+    """Profile every candidate of the search space SPACE.yaml (MCUNet-style generated int8 networks, or
+    model files) in parallel on Ray: exact RAM, weights, MACs, predicted instructions and estimated
+    latency per candidate, one CSV row each; a candidate nn2c cannot compile is a failed row."""
+    from nn2c.sweep import load_space, run_sweep
+
+    loaded = load_space(space)
+    result = run_sweep(loaded, out_dir, board=board, address=address, workers=workers,
+                       progress=not _settings().quiet)
+    ok = [r for r in result.rows if r["status"] == "ok"]
+    fits = [r for r in ok if r.get("fits") == "yes"]
+    _say(f"sweep: {len(result.rows)} candidates ({result.evaluated} evaluated now, {result.skipped} already done) "
+         f"in {result.seconds:.1f} s: {len(ok)} profiled, {len(result.failed)} failed"
+         + (f", {len(fits)} fit {board or loaded.board}" if (board or loaded.board) else ""))
+    for path in (result.csv, result.parquet, result.plot, result.html):
+        if path is not None:
+            _say(f"  {path}")
 
 
 def _profile_text(result: Any, top: int) -> str:

@@ -96,8 +96,15 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     step("reading the model")
     graph = load_model(path, nhwc_io=options.nhwc_io)
     ops_before = _op_counts(graph)
+    pruning = None
+    if options.prune:
+        from nn2c.prune import prune_stage
+
+        pruning = prune_stage(graph, options, step)
     passes = optimise_stage(graph, options, step)
     quant, tflite_bytes = None, None
+    if pruning is not None:
+        tflite_bytes = pruning.tflite
     if options.quantize:
         graph, quant, tflite_bytes = _quantize(graph, path, options, passes, step)
     plan_options = options
@@ -124,6 +131,9 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
         add_build_option(files, name)
     result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
                            ops_before=ops_before, tflite=tflite_bytes, schedule=order)
+    if pruning is not None:
+        step("compiling without --prune for the before figures")
+        result.prune = pruning.finish(result, path, options)
     _check_budgets(result, options)
     return result
 
@@ -181,9 +191,9 @@ def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,
 
 def _check_tflite_path(model: str | Path, options: CompileOptions) -> None:
     target = Path(options.write_tflite or "")
-    if not options.quantize:
+    if not options.quantize and not options.prune:
         raise UsageError("--write-tflite writes the model nn2c quantized; it needs --quantize int8 "
-                         "(without it the model is not changed: use the model file itself)")
+                         "(or --prune: the pruned model; without them the model is not changed: use the model file itself)")
     if not options.write_tflite or target.is_dir():
         raise UsageError(f"--write-tflite {str(target)!r}: give a file name for the .tflite model, not a folder")
     if target.exists() and Path(model).exists() and target.resolve() == Path(model).resolve():

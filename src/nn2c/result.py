@@ -30,6 +30,7 @@ class CompileResult:
     ops_before: dict[str, int] | None = None  # operators per type as imported, before the graph passes
     tflite: bytes | None = None  # the quantized model as a .tflite flatbuffer (CompileOptions.write_tflite)
     schedule: Schedule | None = None  # the execution order the code follows
+    prune: Any = None  # nn2c.prune.PruneReport when CompileOptions.prune was given
 
     @property
     def arena_bytes(self) -> int:

@@ -55,6 +55,7 @@ class ReportData:
     quant: dict[str, Any] | None  # the quantizer's report, when the model was quantized
     images: dict[str, bytes] = field(default_factory=dict)  # file name -> PNG bytes
     schedule: dict[str, Any] = field(default_factory=dict)  # report.layers.schedule_dict
+    prune: dict[str, Any] | None = None  # nn2c.prune.PruneReport.to_dict, with --prune
 
     @property
     def ram_bytes(self) -> int:
@@ -132,6 +133,7 @@ def collect(result: CompileResult, ram_budget: int | None = None, flash_budget: 
         quant=quant_dict(result.quant),
         images=_plots(result) if images else {},
         schedule=schedule_dict(result),
+        prune=result.prune.to_dict() if getattr(result, "prune", None) is not None else None,
     )
 
 
@@ -273,6 +275,18 @@ def _quant_html(quant: dict[str, Any]) -> str:
     return head + "\n".join(parts)
 
 
+def _prune_html(prune: dict[str, Any]) -> str:
+    """--prune's report: settings, outputs and layers as tables, before / after side by side, the notes."""
+    rest = {k: v for k, v in prune.items() if k not in ("before", "after", "notes")}
+    keys = [k for k in prune["before"] if k in prune["after"]]
+    rows = [[k, prune["before"][k], prune["after"][k],
+             f"{prune['after'][k] / prune['before'][k]:.2f}x" if prune["before"][k] else "-"] for k in keys]
+    notes = "".join(f"<li>{_e(n)}</li>" for n in prune["notes"])
+    return (_quant_html(rest) + "<h3>before and after</h3>" + _table(["figure", "without --prune", "with", "ratio"],
+                                                                      rows, {1, 2})
+            + (f"<ul>{notes}</ul>" if notes else ""))
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -366,6 +380,10 @@ def render_html(data: ReportData) -> str:
                                                   _pass_rows(data.passes), {1, 2, 3}))
     if data.quant is not None:
         body.append('<h2 id="quantization">Quantization</h2>' + _quant_html(data.quant))
+    if data.prune is not None:
+        body.append('<h2 id="pruning">Pruning</h2><p class="muted">Weights zeroed at compile time (--prune), '
+                    "without fine-tuning; SQNR of each output against the unpruned model; before = the compile "
+                    "without --prune.</p>" + _prune_html(data.prune))
     headers, rows, numeric, classes = _layer_rows(data)
     body.append("<h2>Layers</h2>")
     body.append('<p class="muted">In execution order (click a header to sort). Arena offset and output B: the '
@@ -431,6 +449,15 @@ def render_markdown(data: ReportData) -> str:
         for key, value in data.quant.items():
             if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
                 headers = sorted({k for x in value for k in x}, key=lambda k: (k != "name", k != "tensor", k))
+                out += [f"### {key}", "", _md_table(headers, [[x.get(h) for h in headers] for x in value]), ""]
+            else:
+                out.append(f"- {key}: {_fmt(value) if not isinstance(value, dict | list) else value}")
+        out.append("")
+    if data.prune is not None:
+        out += ["## Pruning", ""]
+        for key, value in data.prune.items():
+            if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+                headers = list(value[0])
                 out += [f"### {key}", "", _md_table(headers, [[x.get(h) for h in headers] for x in value]), ""]
             else:
                 out.append(f"- {key}: {_fmt(value) if not isinstance(value, dict | list) else value}")
