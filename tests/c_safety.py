@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -40,3 +41,21 @@ def extreme_records(graph) -> list[list[np.ndarray]]:
             record.append(np.full(value.type.shape, v, dtype=dtype))
         records.append(record)
     return records
+
+
+SANITIZE_FLAGS = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+
+
+def build_sanitized(result, out_dir: Path, exe: Path, reset_at: int | None = None) -> Path:
+    """Write `result` to out_dir and build its runner with ASan + UBSan; with `reset_at`, the runner
+    calls <name>_reset() before that record (as a stream restarts in firmware)."""
+    from nn2c.verify.build import build
+
+    out = result.write(out_dir)
+    if reset_at is not None:
+        main = (out / "main.c").read_text()
+        main = main.replace("int main(void) {", "int main(void) {\n    int record = 0;", 1)
+        invoke = next(line for line in main.splitlines() if "_invoke() !=" in line)
+        main = main.replace(invoke, f"        if (record++ == {reset_at}) {{ {result.name}_reset(); }}\n{invoke}", 1)
+        (out / "main.c").write_text(main)
+    return build(out, exe, opt="-O1", extra_flags=SANITIZE_FLAGS)

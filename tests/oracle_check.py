@@ -39,3 +39,21 @@ def assert_records_match(ours: list[list[np.ndarray]], theirs: list[list[np.ndar
         for j, (a, b) in enumerate(zip(our_rec, their_rec, strict=True)):
             max_abs, _, bad = compare_arrays(a, b, rtol, atol)
             assert bad == 0, f"record {k} output {j}: {bad}/{a.size} values differ, max abs diff {max_abs:g}"
+
+
+def tflm_with_reset(model: bytes, records: list[list[np.ndarray]], outputs: int, reset_at: int
+                    ) -> list[list[np.ndarray]]:
+    """TFLM's outputs for records run in sequence on one interpreter, reset (MicroInterpreter::Reset)
+    before record `reset_at` (-1: never)."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    interpreter = runtime.Interpreter.from_bytes(model, arena_size=1 << 20)
+    results = []
+    for k, record in enumerate(records):
+        if k == reset_at:
+            interpreter.reset()
+        for i, array in enumerate(record):
+            interpreter.set_input(array, i)
+        interpreter.invoke()
+        results.append([np.array(interpreter.get_output(i)) for i in range(outputs)])
+    return results

@@ -28,9 +28,10 @@ from nn2c.options import CompileOptions
 from nn2c.reference.evaluate import run_graph
 from nn2c.verify.build import build, run
 from nn2c.verify.compare import run_compiled
-from tests.c_safety import assert_no_injected_code
+from nn2c.verify.oracle import run_tflm
+from tests.c_safety import assert_no_injected_code, build_sanitized
 from tests.conftest import model_path
-from tests.oracle_check import assert_records_match
+from tests.oracle_check import assert_records_match, tflm_with_reset
 
 # many small outputs: the exact (ILP) memory planner would spend its whole time limit, and the plan is
 # not what these tests are about
@@ -40,25 +41,11 @@ _TYPES = {"int16": tflite.TensorType.INT16, "int32": tflite.TensorType.INT32, "u
           "uint64": tflite.TensorType.UINT64, "float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8}
 
 
-def _interpreter(model: bytes) -> Any:
-    runtime = pytest.importorskip(
-        "tflite_micro.python.tflite_micro.runtime",
-        reason="SKIPPED LOUDLY: tflite_micro (the TFLM Python interpreter, the oracle of these tests) is not "
-               "installed; `pip install -e .[verify]`",
-    )
-    return runtime.Interpreter.from_bytes(model, arena_size=1 << 20)
-
-
 def _tflm(model: bytes, records: list[list[np.ndarray]], outputs: int) -> list[list[np.ndarray]]:
     """Records in sequence on one interpreter (state carries over, as in the C runner)."""
-    interpreter = _interpreter(model)
-    results = []
-    for record in records:
-        for i, array in enumerate(record):
-            interpreter.set_input(array, i)
-        interpreter.invoke()
-        results.append([np.array(interpreter.get_output(i)) for i in range(outputs)])
-    return results
+    pytest.importorskip("tflite_micro", reason="SKIPPED LOUDLY: tflite_micro (the TFLM Python interpreter, the oracle "
+                        "of these tests) is not installed; `pip install -e .[oracle]`")
+    return run_tflm(model, records, outputs)
 
 
 def audio_frames(count: int, seed: int = 0, length: int = 480) -> list[np.ndarray]:
@@ -111,28 +98,12 @@ def test_sanitizers_and_reset(tmp_path):
     estimate as TFLM's MicroInterpreter::Reset does."""
     path = model_path(MODELS[0])
     result = compile_model(path)
-    out = result.write(tmp_path / "out")
-    main = (out / "main.c").read_text()
-    main = main.replace("int main(void) {", "int main(void) {\n    int record = 0;", 1)
-    invoke = next(line for line in main.splitlines() if "_invoke() !=" in line)
-    main = main.replace(invoke, f"        if (record++ == 4) {{ {result.name}_reset(); }}\n{invoke}", 1)
-    (out / "main.c").write_text(main)
-    exe = build(out, tmp_path / "asan_runner", opt="-O1",
-                extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                             "-fno-omit-frame-pointer"])
+    exe = build_sanitized(result, tmp_path / "out", tmp_path / "asan_runner", reset_at=4)
     frames = [np.full(480, -32768, np.int16), np.full(480, 32767, np.int16),
               np.tile(np.array([-32768, 32767], np.int16), 240), *audio_frames(5, seed=5)]
     records = [[f.reshape(1, 480)] for f in frames]
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
-    interpreter = _interpreter(path.read_bytes())
-    theirs = []
-    for k, record in enumerate(records):
-        if k == 4:
-            interpreter.reset()
-        interpreter.set_input(record[0], 0)
-        interpreter.invoke()
-        theirs.append([np.array(interpreter.get_output(0))])
-    assert_records_match(ours, theirs)
+    assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 1, reset_at=4))
 
 
 # --- single-operator models ---------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from nn2c.api import compile_model, load_model
 from nn2c.errors import UnsupportedOpError
 from nn2c.export import tflite_writer as tw
 from nn2c.verify.build import build, run
-from tests.c_safety import extreme_records
-from tests.oracle_check import assert_matches_tflm, assert_records_match
+from tests.c_safety import build_sanitized, extreme_records
+from tests.oracle_check import assert_matches_tflm, assert_records_match, tflm_with_reset
 
 
 @dataclass
@@ -223,22 +223,6 @@ def test_container_matching_and_graph(tmp_path):
 _RESET_AT = 3  # the reset test calls <name>_reset() before this record
 
 
-def _tflm_with_reset(model: bytes, records: list[list[np.ndarray]], outputs: int, reset_at: int = _RESET_AT
-                     ) -> list[list[np.ndarray]]:
-    from tflite_micro.python.tflite_micro import runtime
-
-    interpreter = runtime.Interpreter.from_bytes(model, arena_size=1 << 20)
-    results = []
-    for k, record in enumerate(records):
-        if k == reset_at:
-            interpreter.reset()
-        for i, array in enumerate(record):
-            interpreter.set_input(array, i)
-        interpreter.invoke()
-        results.append([np.array(interpreter.get_output(i)) for i in range(outputs)])
-    return results
-
-
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
 def test_reset_and_sanitizers(tmp_path, dtype):
     """ASan + UBSan build, extreme then random inputs, <name>_reset() in the middle: as TFLM's
@@ -248,22 +232,14 @@ def test_reset_and_sanitizers(tmp_path, dtype):
     path = tmp_path / "state.tflite"
     path.write_bytes(model)
     result = compile_model(path)
-    out = result.write(tmp_path / "out")
-    main = (out / "main.c").read_text()
-    main = main.replace("int main(void) {", "int main(void) {\n    int record = 0;", 1)
-    invoke = next(line for line in main.splitlines() if "_invoke() !=" in line)
-    main = main.replace(invoke, f"        if (record++ == {_RESET_AT}) {{ {result.name}_reset(); }}\n{invoke}", 1)
-    (out / "main.c").write_text(main)
-    exe = build(out, tmp_path / "asan_runner", opt="-O1",
-                extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                             "-fno-omit-frame-pointer"])
+    exe = build_sanitized(result, tmp_path / "out", tmp_path / "asan_runner", reset_at=_RESET_AT)
     rng = np.random.default_rng(2)
     records = extreme_records(result.graph)
     for _ in range(4):
         x = rng.integers(-128, 128, (1, 6)) if dtype == "int8" else rng.uniform(-2, 2, (1, 6))
         records.append([x.astype(np.dtype(dtype))])
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
-    theirs = _tflm_with_reset(model, records, len(result.graph.outputs))
+    theirs = tflm_with_reset(model, records, len(result.graph.outputs), _RESET_AT)
     assert_records_match(ours, theirs)
 
 
@@ -304,7 +280,7 @@ def test_if_sanitizers(tmp_path):
     records = extreme_records(result.graph)
     records += [[~r[0], *r[1:]] for r in records]  # both conditions with both extremes
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
-    assert_records_match(ours, _tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
+    assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
 
 
 def test_while_on_runtime_data_is_refused(tmp_path):

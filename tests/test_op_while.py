@@ -21,8 +21,8 @@ from nn2c.frontends import tflite_while
 from nn2c.verify.build import build, run
 from nn2c.verify.compare import verify_model
 from tests.c_safety import extreme_records
-from tests.oracle_check import assert_matches_tflm, assert_records_match
-from tests.test_op_state import _serialize, _Subgraph, _tflm_with_reset
+from tests.oracle_check import assert_matches_tflm, assert_records_match, tflm_with_reset
+from tests.test_op_state import _serialize, _Subgraph
 
 STEPS, FEATURES, UNITS = 5, 3, 4
 
@@ -131,7 +131,7 @@ def test_sanitizers(tmp_path):
                 extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     records = extreme_records(result.graph)
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
-    assert_records_match(ours, _tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
+    assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
 
 
 def test_runtime_condition_is_refused(tmp_path):
@@ -155,8 +155,8 @@ KERAS_RNN = Path(__file__).parent / "assets" / "keras_rnn"
 @pytest.mark.parametrize("model", ["gru_float", "simplernn_float"])
 def test_keras_rnn_exports_match_litert(tmp_path, model):
     """Keras GRU / SimpleRNN as the TFLite converter writes them (tests/assets/keras_rnn/make.py): two
-    WHILE loops of 20 steps whose TensorList writes have placeholder shapes. TFLM gives no result on
-    them (its invoke did not return within 300 s here), so LiteRT is the reference."""
+    WHILE loops of 20 steps whose TensorList writes have placeholder shapes. TFLM gave no result on the
+    GRU export (its invoke did not return within 300 s), so LiteRT is the reference."""
     report = verify_model(KERAS_RNN / f"{model}.tflite", count=2, references=("litert",), workdir=tmp_path)
     assert not report.skipped, report.skipped
     bad = [c for c in report.comparisons if c.mismatches]

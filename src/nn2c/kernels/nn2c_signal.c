@@ -30,16 +30,8 @@ static int32_t nn2c_sig_msb64(uint64_t x) {
     if (x == 0) {
         return 64;
     }
-#if defined(__GNUC__)
-    return 64 - __builtin_clzll(x);
-#else
-    int32_t bits = 0;
-    while (x) {
-        x >>= 1;
-        ++bits;
-    }
-    return bits;
-#endif
+    const uint32_t high = (uint32_t)(x >> 32);
+    return high ? 32 + nn2c_sig_msb32(high) : nn2c_sig_msb32((uint32_t)x);
 }
 
 void nn2c_signal_window(const int16_t *x, const int16_t *window, int32_t size, int32_t count, int32_t shift,

@@ -88,14 +88,16 @@ def _quiet_stderr():
             os.close(fd)
 
 
-def run_tflm(model_path: str | Path, records: list[list[np.ndarray]], num_outputs: int) -> list[list[np.ndarray]]:
-    """Run records in sequence on one TFLM interpreter (state carries over, as in the C runner)."""
+def run_tflm(model_path: str | Path | bytes, records: list[list[np.ndarray]], num_outputs: int
+             ) -> list[list[np.ndarray]]:
+    """Run records in sequence on one TFLM interpreter (state carries over, as in the C runner); the
+    model is a file or its bytes."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError as exc:
         raise _import_error("tflm", exc) from exc
 
-    data = Path(model_path).read_bytes()
+    data = model_path if isinstance(model_path, bytes) else Path(model_path).read_bytes()
     with _quiet_stderr():
         interpreter = runtime.Interpreter.from_bytes(data, arena_size=max(len(data) * 10, 16 << 20))
     results = []

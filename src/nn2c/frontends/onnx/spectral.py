@@ -68,14 +68,19 @@ def _fold(c: ConversionContext, node: Any, arrays: list[np.ndarray | None]) -> N
     c.values[node.output[0]] = c.const(results[0], node.output[0])
 
 
-def _int32_operand(c: ConversionContext, node: Any, k: int, what: str) -> Value:
-    """An integer scalar operand as int32: a constant is converted, a run-time one must be int32."""
+def _scalar_operand(c: ConversionContext, node: Any, k: int, what: str) -> tuple[Value, np.ndarray | None]:
+    """Input k, which must be a scalar, and its data when it is a constant."""
     if k >= len(node.input) or not node.input[k]:
         raise invalid(f"the {what} input is missing")
     value = c.value(node.input[k])
     if value.type.num_elements != 1:
         raise invalid(f"the {what} input must be a scalar; it has shape {list(value.type.shape)}")
-    data = c.data(value)
+    return value, c.data(value)
+
+
+def _int32_operand(c: ConversionContext, node: Any, k: int, what: str) -> Value:
+    """An integer scalar operand as int32: a constant is converted, a run-time one must be int32."""
+    value, data = _scalar_operand(c, node, k, what)
     if data is not None:
         number = int(np.asarray(data).reshape(-1)[0])
         if not -(2**31) <= number < 2**31:
@@ -88,12 +93,7 @@ def _int32_operand(c: ConversionContext, node: Any, k: int, what: str) -> Value:
 
 
 def _float32_operand(c: ConversionContext, node: Any, k: int, what: str) -> Value:
-    if k >= len(node.input) or not node.input[k]:
-        raise invalid(f"the {what} input is missing")
-    value = c.value(node.input[k])
-    if value.type.num_elements != 1:
-        raise invalid(f"the {what} input must be a scalar; it has shape {list(value.type.shape)}")
-    data = c.data(value)
+    value, data = _scalar_operand(c, node, k, what)
     if data is not None:
         return c.const(np.asarray(data, dtype=np.float32).reshape(1), f"{node.output[0]}/{what}")
     if value.type.dtype != "float32":
