@@ -38,7 +38,8 @@ from tests.oracle_check import assert_records_match, tflm_with_reset
 _QUICK = CompileOptions(planner="greedy", schedule="layer")
 MODELS = ["tflite_micro/audio_preprocessor_int8.tflite", "tflite_micro/audio_preprocessor_float.tflite"]
 _TYPES = {"int16": tflite.TensorType.INT16, "int32": tflite.TensorType.INT32, "uint32": tflite.TensorType.UINT32,
-          "uint64": tflite.TensorType.UINT64, "float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8}
+          "uint64": tflite.TensorType.UINT64, "float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8,
+          "bool": tflite.TensorType.BOOL}
 
 
 def _tflm(model: bytes, records: list[list[np.ndarray]], outputs: int) -> list[list[np.ndarray]]:
@@ -452,10 +453,10 @@ def test_bad_options_are_refused_in_one_line(tmp_path, code, options, error, mes
 def test_other_custom_ops_stay_refused(tmp_path):
     m = CustomOpModel()
     x, y = m.tensor("int16", (4,)), m.tensor("int16", (4,))
-    m.custom("SignalFramer", [x], [y], {"frame_size": 2, "frame_step": 1, "prefill": False})
-    path = tmp_path / "framer.tflite"
+    m.custom("SignalResampler", [x], [y], {"ratio": 2})  # not one of TFLM's Signal ops
+    path = tmp_path / "resampler.tflite"
     path.write_bytes(m.serialize([x], [y]))
-    with pytest.raises(UnsupportedOpError, match=r"not supported: SignalFramer \(first at op #0\)"):
+    with pytest.raises(UnsupportedOpError, match=r"not supported: SignalResampler \(first at op #0\)"):
         load_model(path)
 
 

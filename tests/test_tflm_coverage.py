@@ -33,14 +33,9 @@ tflite_micro = pytest.importorskip("tflite_micro", reason="SKIPPED LOUDLY: tflit
 NOT_YET: dict[str, str] = {}  # WHILE: unrolled at import (frontends/tflite_while.py)
 
 
-# Signal custom operators TFLM registers that nn2c does not compile yet, with the reason
-NOT_YET_SIGNAL: dict[str, str] = {
-    "SIGNAL_DELAY": "a streaming delay line (state); no model in models/ uses it yet",
-    "SIGNAL_FRAMER": "framing with an internal ring buffer (state); no model in models/ uses it yet",
-    "SIGNAL_IRFFT": "the inverse FFT; no model in models/ uses it yet",
-    "SIGNAL_OVERLAP_ADD": "overlap-add synthesis (state); no model in models/ uses it yet",
-    "SIGNAL_STACKER": "frame stacking with an internal buffer (state); no model in models/ uses it yet",
-}
+# Signal custom operators TFLM registers that nn2c does not compile yet, with the reason (none: the
+# streaming ones and the inverse FFT are tests/test_op_signal_stream.py)
+NOT_YET_SIGNAL: dict[str, str] = {}
 
 
 def _runtime_library() -> bytes:

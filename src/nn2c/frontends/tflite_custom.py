@@ -17,7 +17,10 @@ model input or output. The Signal kernels read those buffers as unsigned.
 
 SignalFilterBankSpectralSubtraction keeps its noise estimate across invocations (TFLM: a
 persistent buffer, zeroed by Prepare and Reset): the frontend gives the node a state value
-(`Value.is_variable`) as its input 1, zeroed by `<name>_reset()` as TFLM's Reset does.
+(`Value.is_variable`) as its input 1, zeroed by `<name>_reset()` as TFLM's Reset does. The streaming
+operators (SignalDelay, SignalFramer, SignalStacker, SignalOverlapAdd) get their circular buffers
+and counters the same way, as inputs after the data input, in layouts whose all-zero state is the
+one TFLM's Prepare and Reset leave (ir/ops/signal.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from flatbuffers import flexbuffers
 
 from nn2c.errors import InvalidModelError, UnsupportedOpError
 from nn2c.ir import Graph, Node, TensorType, Value
+from nn2c.reference.signal import framer_capacity
 
 # TFLM's registration name -> nn2c operator name
 SIGNAL_OPS: dict[str, str] = {
@@ -43,6 +47,11 @@ SIGNAL_OPS: dict[str, str] = {
     "SignalFilterBankSpectralSubtraction": "SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION",
     "SignalPCAN": "SIGNAL_PCAN",
     "SignalFilterBankLog": "SIGNAL_FILTER_BANK_LOG",
+    "SignalIrfft": "SIGNAL_IRFFT",
+    "SignalDelay": "SIGNAL_DELAY",
+    "SignalFramer": "SIGNAL_FRAMER",
+    "SignalStacker": "SIGNAL_STACKER",
+    "SignalOverlapAdd": "SIGNAL_OVERLAP_ADD",
 }
 DETECTION_CODE = "TFLite_Detection_PostProcess"
 # every custom operator nn2c compiles: TFLM's registration name -> nn2c operator name
@@ -71,7 +80,16 @@ _OPTIONS: dict[str, dict[str, tuple[int, int] | str]] = {
     },
     "SignalPCAN": {"snr_shift": (0, 63)},
     "SignalFilterBankLog": {"input_correction_bits": (0, 31), "output_scale": (-(2**31), _INT32_MAX)},
+    "SignalIrfft": {"T": (0, 255), "fft_length": (2, 1 << 16)},
+    # lengths and counts: at least what the kernel needs to make progress (TFLM's circular buffers
+    # assert, or overrun, below that), at most 2^16 (the state stays a static array of sane size)
+    "SignalDelay": {"delay_length": (0, 1 << 16)},
+    "SignalFramer": {"frame_size": (1, 1 << 16), "frame_step": (1, 1 << 16), "prefill": "bool"},
+    "SignalStacker": {"num_channels": (1, 1 << 14), "stacker_left_context": (0, 1 << 10),
+                      "stacker_right_context": (0, 1 << 10), "stacker_step": (1, 1 << 11)},
+    "SignalOverlapAdd": {"T": (0, 255), "frame_step": (1, 1 << 16)},
 }
+_MAX_STATE_BYTES = 1 << 24  # a streaming operator's state; no microcontroller front end keeps more
 
 _UINT32 = tflite.TensorType.UINT32
 _UINT64 = tflite.TensorType.UINT64
@@ -165,16 +183,58 @@ def add_signal_node(graph: Graph, op: tflite.Operator, op_name: str, op_index: i
     raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
     attrs = {**attrs, **parse_options(code, raw, where)}
     for value in [*inputs, *outputs]:
-        if value is not None and value.type.dtype not in ("int16", "int32", "int64", "float32"):
+        if value is not None and value.type.dtype not in ("int16", "int32", "int64", "float32", "bool"):
             raise UnsupportedOpError(f"{where}: tensor {value.name!r} has type {value.type.dtype}, which "
                                      f"{code} does not take; check the model")
     signal_op = SIGNAL_OPS[code]
+    label = outputs[0].name if outputs else code
     if signal_op == "SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION":
         channels = attrs["num_channels"]
-        state = Value(name=f"{outputs[0].name if outputs else code}_noise_state", type=TensorType("int32", (channels,)),
-                      data=np.zeros(channels, dtype=np.int32), is_variable=True)
-        inputs = [*inputs, state]
+        inputs = [*inputs, _state(f"{label}_noise_state", "int32", (channels,), where)]
+    elif signal_op in _STREAMING:
+        inputs = [*inputs, *_streaming_state(signal_op, inputs, attrs, label, where)]
     graph.add_node(Node(signal_op, inputs, outputs, attrs, name=outputs[0].name if outputs else "", index=op_index))
+
+
+_STREAMING = ("SIGNAL_DELAY", "SIGNAL_FRAMER", "SIGNAL_STACKER", "SIGNAL_OVERLAP_ADD")
+
+
+def _state(name: str, dtype: str, shape: tuple[int, ...], where: str) -> Value:
+    """A state value (kept across invocations, zeroed by reset) of an operator."""
+    ttype = TensorType(dtype, shape)
+    if ttype.num_bytes > _MAX_STATE_BYTES:
+        raise UnsupportedOpError(f"{where}: its state would take {ttype.num_bytes} bytes (more than "
+                                 f"{_MAX_STATE_BYTES}); check the model's shapes and options")
+    return Value(name=name, type=ttype, data=np.zeros(shape, dtype=np.dtype(dtype)), is_variable=True)
+
+
+def _streaming_state(op: str, inputs: list[Value | None], attrs: dict[str, Any], label: str, where: str
+                     ) -> list[Value]:
+    """The state inputs of a streaming Signal operator (ir/ops/signal.py: their layouts), sized from
+    its data input (the lowering checks the rest of the shapes against TFLM's Prepare)."""
+    x = inputs[0] if len(inputs) == 1 else None
+    if x is None:
+        raise UnsupportedOpError(f"{where}: {op} takes exactly one input (given: {len(inputs)}, "
+                                 f"{sum(v is not None for v in inputs)} present); check the model")
+    shape = x.type.shape
+    need = 2 if op == "SIGNAL_OVERLAP_ADD" else 1
+    if len(shape) < need or any(d < 1 for d in shape):
+        raise UnsupportedOpError(f"{where}: input {x.name!r} has shape {list(shape)}; {op} needs at least {need} "
+                                 "non-empty dimension(s)")
+    rows = x.type.num_elements // shape[-1]
+    if op == "SIGNAL_DELAY":
+        length = attrs["delay_length"]
+        return [_state(f"{label}_delay_line", "int16", (rows, length), where)] if length else []
+    if op == "SIGNAL_FRAMER":
+        capacity = framer_capacity(attrs["frame_size"], attrs["frame_step"])
+        return [_state(f"{label}_pending", "int16", (rows, capacity), where),
+                _state(f"{label}_fill", "int32", (1,), where)]
+    if op == "SIGNAL_STACKER":
+        depth = attrs["stacker_left_context"] + attrs["stacker_right_context"] + 1
+        return [_state(f"{label}_frames", "int16", (depth * attrs["num_channels"],), where),
+                _state(f"{label}_counters", "int32", (2,), where)]
+    rows = x.type.num_elements // (shape[-1] * shape[-2])  # SIGNAL_OVERLAP_ADD: [..., frames, frame_size]
+    return [_state(f"{label}_sums", x.type.dtype, (rows, shape[-1]), where)]
 
 
 # --- TFLite_Detection_PostProcess (SSD box decoding + non-max suppression) ---------------------------

@@ -5,7 +5,8 @@ quantization; an operator's opcode index and tensor lists; an operator code's ve
 mutation overwrites those bytes in place with hostile values: huge, zero or negative dimensions,
 out-of-range indices, cycles, zero / negative / NaN scales, out-of-range zero points, wrong
 quantization axes, operator versions that do not exist, corrupt custom-operator (FlexBuffers)
-options. Byte flips and truncation cover the rest.
+options and hostile values of their integer options (lengths, steps, counts). Byte flips and
+truncation cover the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tflite
 
 @dataclass(frozen=True)
 class Field:
-    """A scalar at `position` in the file: `fmt` is its struct format ('<i', '<f', '<q', '<B')."""
+    """A scalar at `position` in the file: `fmt` is its struct format ('<i', '<f', '<q', '<B', ...)."""
 
     kind: str
     position: int
@@ -72,9 +73,40 @@ def locate_fields(data: bytes) -> list[Field]:
         if position is not None:
             fields.append(Field("op.opcode_index", position, "<I"))
         fields += _vector(op, 6, 4, "<i", "op.inputs") + _vector(op, 8, 4, "<i", "op.outputs")
-        # a custom operator's FlexBuffers options (the Signal ops of the audio preprocessors)
-        fields += _vector(op, 14, 1, "<B", "op.custom_options")
+        # a custom operator's FlexBuffers options (the Signal ops of the audio preprocessors): its
+        # bytes, and the integer / bool option values themselves (a frame step, a delay length)
+        options = _vector(op, 14, 1, "<B", "op.custom_options")
+        fields += options
+        if options:
+            start = options[0].position
+            fields += _flex_option_fields(data[start:start + len(options)], start)
     return fields
+
+
+_FLEX_MAP, _FLEX_SCALARS = 9, (1, 2, 26)  # FlexBuffers types: map; int, uint, bool (stored inline)
+_WIDTH_FORMATS = {1: "<b", 2: "<h", 4: "<i", 8: "<q"}
+
+
+def _flex_option_fields(raw: bytes, start: int) -> list[Field]:
+    """The inline integer and bool values of a FlexBuffers option map at file position `start`, so
+    that a mutation hits an option rather than the map's structure (where byte flips end in a refusal
+    of the whole map). Anything but a well-formed map gives no fields."""
+    if len(raw) < 3:
+        return []
+    root_width, root_type = raw[-1], raw[-2]
+    if root_width not in _WIDTH_FORMATS or root_type >> 2 != _FLEX_MAP or len(raw) < 2 + root_width:
+        return []
+    root_at = len(raw) - 2 - root_width
+    values_at = root_at - int.from_bytes(raw[root_at:root_at + root_width], "little")
+    width = 1 << (root_type & 3)
+    if width not in _WIDTH_FORMATS or values_at - width < 0:
+        return []
+    size = int.from_bytes(raw[values_at - width:values_at], "little")
+    types_at = values_at + size * width
+    if types_at + size > root_at:
+        return []
+    return [Field("op.custom_option", start + values_at + i * width, _WIDTH_FORMATS[width])
+            for i in range(size) if raw[types_at + i] >> 2 in _FLEX_SCALARS]
 
 
 _HOSTILE: dict[str, Callable[[np.random.Generator], float | int]] = {
@@ -85,6 +117,14 @@ _HOSTILE: dict[str, Callable[[np.random.Generator], float | int]] = {
     "<q": lambda r: int(r.choice([-(2**63), -129, -128, 127, 128, 300, 2**40, int(r.integers(-300, 300))])),
     "<f": lambda r: float(r.choice([0.0, -0.5, float("nan"), float("inf"), 1e-45, 1e38, float(r.normal())])),
 }
+
+
+def _hostile_option(field: Field, rng: np.random.Generator) -> int:
+    """An option value at the edges the kernels care about: negative, zero, one past a small size,
+    the width's extremes (FlexBuffers stores a map's values in one width, 1 to 8 bytes)."""
+    bits = 8 * struct.calcsize(field.fmt)
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return int(rng.choice([low, -1, 0, 1, 2, 3, 7, 64, high, int(rng.integers(low, high, endpoint=True))]))
 
 
 def mutate(data: bytes, rng: np.random.Generator, fields: list[Field] | None = None) -> tuple[bytes, str]:
@@ -103,7 +143,7 @@ def mutate(data: bytes, rng: np.random.Generator, fields: list[Field] | None = N
     kinds = []
     for _ in range(count):
         field = fields[int(rng.integers(0, len(fields)))]
-        value = _HOSTILE[field.fmt](rng)
+        value = _hostile_option(field, rng) if field.kind == "op.custom_option" else _HOSTILE[field.fmt](rng)
         if field.kind == "op.inputs" and rng.random() < 0.3:
             value = -1  # an omitted optional input where one is required
         try:

@@ -331,6 +331,114 @@ void nn2c_signal_filter_bank_log(const uint32_t *x, int32_t channels, uint32_t o
     }
 }
 
+/* --- streaming operators (state kept across invocations; the all-zero state is TFLM's after
+ * Prepare / Reset). TFLM keeps circular buffers (signal/src/circular_buffer.cc); these keep the same
+ * samples in plain lines, oldest first, so that a zeroed line is the reset state. ----------------- */
+void nn2c_signal_delay(const int16_t *x, int32_t rows, int32_t frame, int32_t delay, int16_t *line, int16_t *y) {
+    if (delay == 0) { /* no line (NULL) */
+        memcpy(y, x, sizeof(int16_t) * (size_t)rows * (size_t)frame);
+        return;
+    }
+    for (int32_t r = 0; r < rows; ++r) {
+        const int16_t *in = x + r * frame;
+        int16_t *out = y + r * frame;
+        int16_t *held = line + r * delay;
+        if (frame <= delay) {
+            /* out: the oldest `frame` held samples; the line moves down and takes the input */
+            memcpy(out, held, sizeof(int16_t) * (size_t)frame);
+            memmove(held, held + frame, sizeof(int16_t) * (size_t)(delay - frame));
+            memcpy(held + delay - frame, in, sizeof(int16_t) * (size_t)frame);
+        } else {
+            memcpy(out, held, sizeof(int16_t) * (size_t)delay);
+            memcpy(out + delay, in, sizeof(int16_t) * (size_t)(frame - delay));
+            memcpy(held, in + frame - delay, sizeof(int16_t) * (size_t)delay);
+        }
+    }
+}
+
+void nn2c_signal_framer(const nn2c_signal_framer_params_t *p, const int16_t *x, int16_t *pending, int32_t *fill,
+                        int16_t *y, uint8_t *valid) {
+    const int32_t size = p->frame_size, step = p->frame_step, capacity = p->capacity;
+    int32_t available = p->initial + *fill;
+    *valid = 1;
+    for (int32_t r = 0; r < p->rows; ++r) {
+        int16_t *line = pending + r * capacity;
+        available = p->initial + *fill; /* every row has the same history */
+        for (int32_t f = 0; f < p->n_frames; ++f) {
+            const int32_t frame = r * p->n_frames + f;
+            /* available <= capacity - step here (TFLM's CircularBufferWrite asserts as much) */
+            memmove(line, line + step, sizeof(int16_t) * (size_t)(capacity - step));
+            memcpy(line + capacity - step, x + frame * step, sizeof(int16_t) * (size_t)step);
+            available += step;
+            if (available >= size) {
+                memcpy(y + frame * size, line + capacity - available, sizeof(int16_t) * (size_t)size);
+                available -= step;
+            } else {
+                memset(y + frame * size, 0, sizeof(int16_t) * (size_t)size); /* TFLM: left unwritten */
+                *valid = 0;
+            }
+        }
+    }
+    *fill = available - p->initial;
+}
+
+void nn2c_signal_stacker(const nn2c_signal_stacker_params_t *p, const int16_t *x, int16_t *frames,
+                         int32_t *counters, int16_t *y, uint8_t *valid) {
+    const size_t frame_bytes = sizeof(int16_t) * (size_t)p->channels;
+    /* counters[0]: frames held; counters[1]: 0 until the first frame after a reset, which is held
+     * left_context + 1 times (CircularBufferExtend) */
+    const int32_t copies = counters[1] ? 1 : 1 + p->left_context;
+    for (int32_t k = 0; k < copies; ++k) {
+        memcpy(frames + counters[0] * p->channels, x, frame_bytes);
+        ++counters[0];
+    }
+    counters[1] = 1;
+    if (counters[0] < p->depth) {
+        memset(y, 0, frame_bytes * (size_t)p->depth); /* TFLM: left unwritten */
+        *valid = 0;
+        return;
+    }
+    memcpy(y, frames, frame_bytes * (size_t)p->depth);
+    counters[0] -= p->step;
+    memmove(frames, frames + p->step * p->channels, frame_bytes * (size_t)counters[0]);
+    *valid = 1;
+}
+
+void nn2c_signal_overlap_add_s16(const int16_t *x, int32_t rows, int32_t n_frames, int32_t frame_size,
+                                 int32_t frame_step, int16_t *sums, int16_t *y) {
+    for (int32_t r = 0; r < rows; ++r) {
+        int16_t *line = sums + r * frame_size;
+        for (int32_t f = 0; f < n_frames; ++f) {
+            const int16_t *in = x + (r * n_frames + f) * frame_size;
+            for (int32_t i = 0; i < frame_size; ++i) {
+                const int32_t sum = (int32_t)in[i] + line[i];
+                line[i] = (int16_t)(sum < INT16_MIN ? INT16_MIN : sum > INT16_MAX ? INT16_MAX : sum);
+            }
+            memcpy(y + (r * n_frames + f) * frame_step, line, sizeof(int16_t) * (size_t)frame_step);
+            memmove(line, line + frame_step, sizeof(int16_t) * (size_t)(frame_size - frame_step));
+            memset(line + frame_size - frame_step, 0, sizeof(int16_t) * (size_t)frame_step);
+        }
+    }
+}
+
+void nn2c_signal_overlap_add_f32(const float *x, int32_t rows, int32_t n_frames, int32_t frame_size,
+                                 int32_t frame_step, float *sums, float *y) {
+    for (int32_t r = 0; r < rows; ++r) {
+        float *line = sums + r * frame_size;
+        for (int32_t f = 0; f < n_frames; ++f) {
+            const float *in = x + (r * n_frames + f) * frame_size;
+            for (int32_t i = 0; i < frame_size; ++i) {
+                line[i] += in[i];
+            }
+            memcpy(y + (r * n_frames + f) * frame_step, line, sizeof(float) * (size_t)frame_step);
+            memmove(line, line + frame_step, sizeof(float) * (size_t)(frame_size - frame_step));
+            for (int32_t i = frame_size - frame_step; i < frame_size; ++i) {
+                line[i] = 0.0f;
+            }
+        }
+    }
+}
+
 #else /* NN2C_SIG_FFT_SFX: one instantiation of the FFT (see above) */
 #define NN2C_SIG_CPX NN2C_SIG_CAT(nn2c_sig_cpx, NN2C_SIG_FFT_SFX)
 #define NN2C_SIG_FN(name) NN2C_SIG_CAT(name, NN2C_SIG_FFT_SFX)
@@ -381,7 +489,8 @@ static void NN2C_SIG_FN(nn2c_sig_bfly2)(NN2C_SIG_CPX *fout, int32_t fstride, con
     }
 }
 
-static void NN2C_SIG_FN(nn2c_sig_bfly4)(NN2C_SIG_CPX *fout, int32_t fstride, const NN2C_SIG_CPX *tw, int32_t m) {
+static void NN2C_SIG_FN(nn2c_sig_bfly4)(NN2C_SIG_CPX *fout, int32_t fstride, const NN2C_SIG_CPX *tw, int32_t m,
+                                        int32_t inverse) {
     const NN2C_SIG_CPX *tw1 = tw, *tw2 = tw, *tw3 = tw;
     NN2C_SIG_CPX s[6];
     const int32_t m2 = 2 * m, m3 = 3 * m;
@@ -402,10 +511,17 @@ static void NN2C_SIG_FN(nn2c_sig_bfly4)(NN2C_SIG_CPX *fout, int32_t fstride, con
         tw2 += fstride * 2;
         tw3 += fstride * 3;
         fout[0] = NN2C_SIG_FN(nn2c_sig_add)(fout[0], s[3]);
-        fout[m].r = NN2C_SIG_ADD(s[5].r, s[4].i);
-        fout[m].i = NN2C_SIG_SUB(s[5].i, s[4].r);
-        fout[m3].r = NN2C_SIG_SUB(s[5].r, s[4].i);
-        fout[m3].i = NN2C_SIG_ADD(s[5].i, s[4].r);
+        if (inverse) { /* kissfft's only butterfly that branches on st->inverse */
+            fout[m].r = NN2C_SIG_SUB(s[5].r, s[4].i);
+            fout[m].i = NN2C_SIG_ADD(s[5].i, s[4].r);
+            fout[m3].r = NN2C_SIG_ADD(s[5].r, s[4].i);
+            fout[m3].i = NN2C_SIG_SUB(s[5].i, s[4].r);
+        } else {
+            fout[m].r = NN2C_SIG_ADD(s[5].r, s[4].i);
+            fout[m].i = NN2C_SIG_SUB(s[5].i, s[4].r);
+            fout[m3].r = NN2C_SIG_SUB(s[5].r, s[4].i);
+            fout[m3].i = NN2C_SIG_ADD(s[5].i, s[4].r);
+        }
         ++fout;
     }
 }
@@ -480,7 +596,7 @@ static void NN2C_SIG_FN(nn2c_sig_bfly5)(NN2C_SIG_CPX *fout, int32_t fstride, con
 }
 
 static void NN2C_SIG_FN(nn2c_sig_work)(NN2C_SIG_CPX *fout, const NN2C_SIG_CPX *f, int32_t fstride,
-                                       const int32_t *factors, const NN2C_SIG_CPX *tw) {
+                                       const int32_t *factors, const NN2C_SIG_CPX *tw, int32_t inverse) {
     const int32_t p = factors[0], m = factors[1];
     if (m == 1) {
         for (int32_t j = 0; j < p; ++j) {
@@ -489,7 +605,7 @@ static void NN2C_SIG_FN(nn2c_sig_work)(NN2C_SIG_CPX *fout, const NN2C_SIG_CPX *f
         }
     } else {
         for (int32_t j = 0; j < p; ++j) {
-            NN2C_SIG_FN(nn2c_sig_work)(fout + j * m, f, fstride * p, factors + 2, tw);
+            NN2C_SIG_FN(nn2c_sig_work)(fout + j * m, f, fstride * p, factors + 2, tw, inverse);
             f += fstride;
         }
     }
@@ -501,7 +617,7 @@ static void NN2C_SIG_FN(nn2c_sig_work)(NN2C_SIG_CPX *fout, const NN2C_SIG_CPX *f
         NN2C_SIG_FN(nn2c_sig_bfly3)(fout, fstride, tw, m);
         break;
     case 4:
-        NN2C_SIG_FN(nn2c_sig_bfly4)(fout, fstride, tw, m);
+        NN2C_SIG_FN(nn2c_sig_bfly4)(fout, fstride, tw, m, inverse);
         break;
     default: /* radix 5; the lowering refuses larger primes (TFLM's kissfft crashes on them) */
         NN2C_SIG_FN(nn2c_sig_bfly5)(fout, fstride, tw, m);
@@ -525,7 +641,7 @@ void NN2C_SIG_FN(nn2c_signal_rfft)(const nn2c_signal_rfft_params_t *p, const NN2
             work[i] = 0;
         }
         /* kiss_fft of the packed (even, odd) samples into tmp */
-        NN2C_SIG_FN(nn2c_sig_work)(tmp, (const NN2C_SIG_CPX *)(const void *)work, 1, p->factors, tw);
+        NN2C_SIG_FN(nn2c_sig_work)(tmp, (const NN2C_SIG_CPX *)(const void *)work, 1, p->factors, tw, 0);
         /* kiss_fftr's split of the two interleaved real transforms */
         NN2C_SIG_CPX tdc = tmp[0];
         NN2C_SIG_FN(nn2c_sig_fixdiv)(&tdc, 2);
@@ -547,6 +663,43 @@ void NN2C_SIG_FN(nn2c_signal_rfft)(const nn2c_signal_rfft_params_t *p, const NN2
             out[ncfft - k].r = NN2C_SIG_HALF_DIFF(f1k.r, t.r);
             out[ncfft - k].i = NN2C_SIG_HALF_DIFF(t.i, f1k.i);
         }
+    }
+}
+
+/* kiss_fftri (kiss_fftr_alloc with inverse_fft = 1: the twiddles are the conjugate ones) */
+void NN2C_SIG_FN(nn2c_signal_irfft)(const nn2c_signal_rfft_params_t *p, const NN2C_SIG_T *twiddles,
+                                    const NN2C_SIG_T *super_twiddles, const NN2C_SIG_T *x, NN2C_SIG_T *y,
+                                    NN2C_SIG_T *scratch) {
+    const int32_t ncfft = p->fft_length / 2;
+    NN2C_SIG_CPX *tmp = (NN2C_SIG_CPX *)(void *)scratch;
+    const NN2C_SIG_CPX *tw = (const NN2C_SIG_CPX *)(const void *)twiddles;
+    const NN2C_SIG_CPX *super_tw = (const NN2C_SIG_CPX *)(const void *)super_twiddles;
+    for (int32_t row = 0; row < p->rows; ++row) {
+        const NN2C_SIG_CPX *in = (const NN2C_SIG_CPX *)(const void *)(x + row * 2 * p->input_length);
+        NN2C_SIG_T *out = y + row * p->fft_length;
+        tmp[0].r = NN2C_SIG_ADD(in[0].r, in[ncfft].r);
+        tmp[0].i = NN2C_SIG_SUB(in[0].r, in[ncfft].r);
+        NN2C_SIG_FN(nn2c_sig_fixdiv)(&tmp[0], 2);
+        for (int32_t k = 1; k <= ncfft / 2; ++k) {
+            NN2C_SIG_CPX fk = in[k], fnkc;
+            fnkc.r = in[ncfft - k].r;
+            fnkc.i = NN2C_SIG_NEG(in[ncfft - k].i);
+            NN2C_SIG_FN(nn2c_sig_fixdiv)(&fk, 2);
+            NN2C_SIG_FN(nn2c_sig_fixdiv)(&fnkc, 2);
+            const NN2C_SIG_CPX fek = NN2C_SIG_FN(nn2c_sig_add)(fk, fnkc);
+            const NN2C_SIG_CPX diff = NN2C_SIG_FN(nn2c_sig_sub)(fk, fnkc);
+            const NN2C_SIG_CPX fok = NN2C_SIG_FN(nn2c_sig_cmul)(diff, super_tw[k - 1]);
+            tmp[k] = NN2C_SIG_FN(nn2c_sig_add)(fek, fok);
+            tmp[ncfft - k] = NN2C_SIG_FN(nn2c_sig_sub)(fek, fok);
+            tmp[ncfft - k].i = NN2C_SIG_NEG(tmp[ncfft - k].i); /* tmpbuf[ncfft - k].i *= -1 */
+        }
+        NN2C_SIG_FN(nn2c_sig_work)((NN2C_SIG_CPX *)(void *)out, tmp, 1, p->factors, tw, 1);
+#if !NN2C_SIG_FIXED
+        /* irfft_float.cc: kissfft leaves the inverse scaled by fft_length */
+        for (int32_t i = 0; i < p->fft_length; ++i) {
+            out[i] /= (float)p->fft_length;
+        }
+#endif
     }
 }
 

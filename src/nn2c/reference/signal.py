@@ -1,14 +1,16 @@
 """Reference semantics of TFLite Micro's Signal operators (ir/ops/signal.py), integer for integer.
 
-Each function follows tflite-micro signal/src/<op>.cc (the RFFT: kissfft v130 with FIXED_POINT 16 or
-32, or float, as signal/src/rfft_{int16,int32,float}.cc build it) with Python integers (numpy float32
+Each function follows tflite-micro signal/src/<op>.cc (the RFFT and IRFFT: kissfft v130 with FIXED_POINT
+16 or 32, or float, as signal/src/{rfft,irfft}_{int16,int32,float}.cc build it) with Python integers (numpy float32
 scalars for the float FFT, rounded after every operation as C does), reproducing TFLM's int16 stores,
 int32 wrap-arounds and unsigned arithmetic; the C kernels (kernels/nn2c_signal.c) do the same.
 The kissfft plan (factors, twiddles) is computed here once and shared with the lowering, which
 writes it into the generated C as constants.
 
-SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION evaluates one invocation from the state it is given (its
-input 1); keeping the state across invocations is the generated code's business.
+SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION and the streaming operators (delay, framer, stacker,
+overlap-add) evaluate one invocation from the state they are given (their state inputs); keeping the
+state across invocations is the generated code's business. The streaming functions below also return
+the next state, so a test can run a stream through them.
 """
 
 from __future__ import annotations
@@ -152,14 +154,17 @@ class _Scalar:
 _DTYPE_OF_T = {7: "int16", 2: "int32", 0: "float32"}  # SignalRfft's T: TFLite TensorType
 
 
-def kiss_twiddles(fft_length: int, dtype: str = "int16") -> tuple[np.ndarray, np.ndarray]:
+def kiss_twiddles(fft_length: int, dtype: str = "int16", inverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """kiss_fft_alloc's twiddles (fft_length / 2) and kiss_fftr_alloc's super twiddles
-    (fft_length / 4), interleaved (re, im) in `dtype`."""
+    (fft_length / 4), interleaved (re, im) in `dtype`; `inverse`: kiss_fftr_alloc(inverse_fft = 1),
+    whose phases are negated (phase *= -1, as v130 does it: the same double, sign flipped)."""
     scalar = _Scalar(dtype)
     nfft = fft_length // 2
+    sign = -1.0 if inverse else 1.0
     pi = 3.141592653589793238462643383279502884197169399375105820974944
-    tw = [scalar.twiddle(-2 * pi * i / nfft) for i in range(nfft)]
-    super_tw = [scalar.twiddle(-3.14159265358979323846264338327 * ((i + 1) / nfft + 0.5)) for i in range(nfft // 2)]
+    tw = [scalar.twiddle(sign * (-2 * pi * i / nfft)) for i in range(nfft)]
+    super_tw = [scalar.twiddle(sign * (-3.14159265358979323846264338327 * ((i + 1) / nfft + 0.5)))
+                for i in range(nfft // 2)]
     np_dtype = np.dtype(dtype)
     return np.array(tw, dtype=np_dtype).reshape(-1), np.array(super_tw, dtype=np_dtype).reshape(-1)
 
@@ -168,14 +173,15 @@ Cpx = list[Any]  # [re, im]
 
 
 class _KissFft:
-    def __init__(self, fft_length: int, dtype: str) -> None:
+    def __init__(self, fft_length: int, dtype: str, inverse: bool = False) -> None:
         self.nfft = fft_length // 2
+        self.inverse = inverse
         self.factors = kiss_factors(self.nfft)
         if not set(self.factors[0::2]) <= {2, 3, 4, 5}:
             raise ReferenceError(f"fft_length {fft_length}: TFLite Micro's kissfft has no butterfly for "
                                  f"radix {max(self.factors[0::2])}")
         self.s = _Scalar(dtype)
-        tw, super_tw = kiss_twiddles(fft_length, dtype)
+        tw, super_tw = kiss_twiddles(fft_length, dtype, inverse)
         conv = float if dtype == "float32" else int
         self.tw = [[self.s.store(conv(tw[2 * i])), self.s.store(conv(tw[2 * i + 1]))] for i in range(self.nfft)]
         self.super_tw = [[self.s.store(conv(super_tw[2 * i])), self.s.store(conv(super_tw[2 * i + 1]))]
@@ -215,8 +221,12 @@ class _KissFft:
             s4 = s.csub(s0, s2)
             o[i2] = s.csub(o[i0], s3)
             o[i0] = s.cadd(o[i0], s3)
-            o[i1] = [s.add(s5[0], s4[1]), s.sub(s5[1], s4[0])]
-            o[i3] = [s.sub(s5[0], s4[1]), s.add(s5[1], s4[0])]
+            if self.inverse:  # the one butterfly with a branch on st->inverse
+                o[i1] = [s.sub(s5[0], s4[1]), s.add(s5[1], s4[0])]
+                o[i3] = [s.add(s5[0], s4[1]), s.sub(s5[1], s4[0])]
+            else:
+                o[i1] = [s.add(s5[0], s4[1]), s.sub(s5[1], s4[0])]
+                o[i3] = [s.sub(s5[0], s4[1]), s.add(s5[1], s4[0])]
 
     def _bfly3(self, o: list[Cpx], b: int, fstride: int, m: int) -> None:
         s = self.s
@@ -281,6 +291,24 @@ class _KissFft:
             out[ncfft - k] = [s.half_of(f1k[0] - tw[0]), s.half_of(tw[1] - f1k[1])]
         return [v for c in out for v in c]
 
+    def irfft(self, spectrum: list[Cpx]) -> list[Any]:
+        """kiss_fftri: ncfft + 1 complex bins -> fft_length real samples (unscaled)."""
+        s = self.s
+        ncfft = self.nfft
+        tmp: list[Cpx] = [[s.store(0), s.store(0)] for _ in range(ncfft)]
+        tmp[0] = s.fixdiv([s.add(spectrum[0][0], spectrum[ncfft][0]), s.sub(spectrum[0][0], spectrum[ncfft][0])], 2)
+        for k in range(1, ncfft // 2 + 1):
+            fk = s.fixdiv(list(spectrum[k]), 2)
+            fnkc = s.fixdiv([spectrum[ncfft - k][0], s.store(-spectrum[ncfft - k][1])], 2)
+            fek, diff = s.cadd(fk, fnkc), s.csub(fk, fnkc)
+            fok = s.cmul(diff, self.super_tw[k - 1])
+            tmp[k] = s.cadd(fek, fok)
+            low = s.csub(fek, fok)
+            tmp[ncfft - k] = [low[0], s.store(-low[1])]  # tmpbuf[ncfft - k].i *= -1
+        out: list[Cpx] = [[0, 0] for _ in range(ncfft)]
+        self.work(out, 0, tmp, 0, 1, 0)
+        return [v for c in out for v in c]
+
 
 def rfft(x: np.ndarray, fft_length: int, out_shape: tuple[int, ...]) -> np.ndarray:
     """SignalRfft of each row of x (int16, int32 or float32), zero-padded to fft_length."""
@@ -293,6 +321,110 @@ def rfft(x: np.ndarray, fft_length: int, out_shape: tuple[int, ...]) -> np.ndarr
         samples = [fft.s.store(conv(v)) for v in row] + [fft.s.store(0)] * (fft_length - row.size)
         out.append(fft.rfft(samples))
     return np.array(out, dtype=np.dtype(dtype)).reshape(out_shape)
+
+
+def irfft(x: np.ndarray, fft_length: int, out_shape: tuple[int, ...]) -> np.ndarray:
+    """SignalIrfft of each row of x: (re, im) pairs, of which the first fft_length / 2 + 1 are read;
+    fft_length real samples per row (float: divided by fft_length, as irfft_float.cc does)."""
+    dtype = str(np.asarray(x).dtype)
+    width = np.shape(x)[-1] if np.ndim(x) else 0
+    if fft_length % 2 or width % 2 or width // 2 < fft_length // 2 + 1:
+        raise ReferenceError(f"SignalIrfft of rows of {width} values with fft_length {fft_length}: TFLite Micro "
+                             "reads fft_length / 2 + 1 (re, im) pairs per row")
+    fft = _KissFft(fft_length, dtype, inverse=True)
+    rows = np.asarray(x).reshape(-1, width)
+    conv = float if dtype == "float32" else int
+    out = []
+    for row in rows:
+        values = [fft.s.store(conv(v)) for v in row]
+        samples = fft.irfft([[values[2 * k], values[2 * k + 1]] for k in range(fft.nfft + 1)])
+        if dtype == "float32":
+            samples = [np.float32(v / np.float32(fft_length)) for v in samples]
+        out.append(samples)
+    return np.array(out, dtype=np.dtype(dtype)).reshape(out_shape)
+
+
+# --- streaming: delay, framer, stacker, overlap-add ------------------------------------------------
+# Each takes the state of one invocation and returns the outputs and the next state, in the
+# layouts of the generated code (ir/ops/signal.py), where the zero state is TFLM's after Reset.
+def delay(x: np.ndarray, line: np.ndarray, delay_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of x (the last axis) behind its delay line: the stream delayed by delay_length."""
+    frame = np.shape(x)[-1]
+    rows = np.asarray(x, dtype=np.int16).reshape(-1, frame)
+    joined = np.concatenate([np.asarray(line, dtype=np.int16).reshape(rows.shape[0], delay_length), rows], axis=1)
+    return joined[:, :frame].reshape(np.shape(x)), joined[:, frame:].copy()
+
+
+def framer_capacity(frame_size: int, frame_step: int) -> int:
+    """The circular buffer's capacity: frame_size rounded up to a multiple of frame_step (framer.cc)."""
+    return (frame_size + frame_step - 1) // frame_step * frame_step
+
+
+def framer(x: np.ndarray, pending: np.ndarray, fill: int, a: dict[str, int]
+           ) -> tuple[np.ndarray, bool, np.ndarray, int]:
+    """(frames, valid, pending, fill): TFLM's circular buffer as a line of `capacity` samples whose
+    last `available` ones are pending; available = fill + (frame_size - frame_step if prefill)."""
+    size, step = a["frame_size"], a["frame_step"]
+    capacity = framer_capacity(size, step)
+    initial = size - step if a["prefill"] else 0
+    length = np.shape(x)[-1]
+    n_frames = length // step
+    rows = np.asarray(x, dtype=np.int16).reshape(-1, length)
+    lines = np.asarray(pending, dtype=np.int16).reshape(rows.shape[0], capacity).copy()
+    out = np.zeros((rows.shape[0], n_frames, size), np.int16)  # frames TFLM does not write: left 0
+    valid = True
+    available = initial + fill
+    for r, row in enumerate(rows):
+        available = initial + fill
+        for f in range(n_frames):
+            lines[r] = np.concatenate([lines[r, step:], row[f * step:(f + 1) * step]])
+            available += step
+            if available >= size:
+                out[r, f] = lines[r, capacity - available:capacity - available + size]
+                available -= step
+            else:
+                valid = False
+    return out.reshape((*np.shape(x)[:-1], n_frames, size)), valid, lines, available - initial
+
+
+def stacker(x: np.ndarray, frames: np.ndarray, counters: tuple[int, int], a: dict[str, int]
+            ) -> tuple[np.ndarray, bool, np.ndarray, tuple[int, int]]:
+    """(stacked, valid, frames, (held, started)): the frames held, oldest first; the first frame after
+    a reset is held left_context + 1 times (CircularBufferExtend)."""
+    channels, step = a["num_channels"], a["stacker_step"]
+    depth = a["stacker_left_context"] + a["stacker_right_context"] + 1
+    held, started = counters
+    line = np.asarray(frames, dtype=np.int16).reshape(depth, channels).copy()
+    row = np.asarray(x, dtype=np.int16).reshape(channels)
+    for _ in range(1 if started else 1 + a["stacker_left_context"]):
+        line[held] = row
+        held += 1
+    if held < depth:
+        return np.zeros(depth * channels, np.int16), False, line, (held, 1)
+    out = line.reshape(-1).copy()
+    line = np.concatenate([line[step:], np.zeros((step, channels), np.int16)])
+    return out, True, line, (held - step, 1)
+
+
+def overlap_add(x: np.ndarray, sums: np.ndarray, frame_step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each frame added into the running sums (int16: saturated), the first frame_step sums out,
+    the rest shifted down with zeros behind."""
+    shape = np.shape(x)
+    n_frames, size = shape[-2], shape[-1]
+    dtype = np.asarray(x).dtype
+    frames = np.asarray(x).reshape(-1, n_frames, size)
+    lines = np.asarray(sums, dtype=dtype).reshape(frames.shape[0], size).copy()
+    out = np.zeros((frames.shape[0], n_frames * frame_step), dtype)
+    for r in range(frames.shape[0]):
+        for f in range(n_frames):
+            if dtype == np.int16:
+                total = lines[r].astype(np.int32) + frames[r, f].astype(np.int32)
+                lines[r] = np.clip(total, -32768, 32767).astype(np.int16)
+            else:
+                lines[r] = (lines[r] + frames[r, f]).astype(dtype)
+            out[r, f * frame_step:(f + 1) * frame_step] = lines[r, :frame_step]
+            lines[r] = np.concatenate([lines[r, frame_step:], np.zeros(frame_step, dtype)])
+    return out.reshape((*shape[:-2], n_frames * frame_step)), lines
 
 
 # --- energy .. log -----------------------------------------------------------------------------
@@ -496,3 +628,44 @@ def _log(node: Node, arrays: Arrays) -> list[np.ndarray]:
     (x,) = _need(arrays, 0)
     out = filter_bank_log(_u32(x), int(node.attrs["input_correction_bits"]), int(node.attrs["output_scale"]))
     return [np.array(out, dtype=np.int16).reshape(node.outputs[0].type.shape)]
+
+
+@evaluator("SIGNAL_IRFFT")
+def _irfft(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    (x,) = _need(arrays, 0)
+    if str(x.dtype) not in ("int16", "int32", "float32"):
+        raise ReferenceError(f"SignalIrfft has no {x.dtype} variant")
+    return [irfft(x, int(node.attrs["fft_length"]), node.outputs[0].type.shape)]
+
+
+# The streaming evaluators run one invocation from the state they are given (the state inputs);
+# carrying it to the next invocation is the generated code's business.
+@evaluator("SIGNAL_DELAY")
+def _delay(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    (x,) = _need(arrays, 0)
+    length = int(node.attrs["delay_length"])
+    if length == 0:
+        return [x.astype(np.int16)]
+    (line,) = _need(arrays, 1)
+    return [delay(x, line, length)[0]]
+
+
+@evaluator("SIGNAL_FRAMER")
+def _framer(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x, pending, fill = _need(arrays, 0, 1, 2)
+    frames, valid, _, _ = framer(x, pending, int(fill.reshape(-1)[0]), {k: int(v) for k, v in node.attrs.items()})
+    return [frames.reshape(node.outputs[0].type.shape), np.array(valid, dtype=np.bool_)]
+
+
+@evaluator("SIGNAL_STACKER")
+def _stacker(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x, frames, counters = _need(arrays, 0, 1, 2)
+    held, started = (int(v) for v in counters.reshape(-1)[:2])
+    out, valid, _, _ = stacker(x, frames, (held, started), {k: int(v) for k, v in node.attrs.items()})
+    return [out.reshape(node.outputs[0].type.shape), np.array(valid, dtype=np.bool_)]
+
+
+@evaluator("SIGNAL_OVERLAP_ADD")
+def _overlap_add(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x, sums = _need(arrays, 0, 1)
+    return [overlap_add(x, sums, int(node.attrs["frame_step"]))[0].reshape(node.outputs[0].type.shape)]
