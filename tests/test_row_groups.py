@@ -204,8 +204,9 @@ def test_simulated_windows_hold_every_row_read():
 
 
 def test_a_slower_kernel_in_a_group_is_reported():
-    """micro_speech's FULLY_CONNECTED accumulates rows with the portable kernel: on a SIMD target the
-    summary says so (the fallback is never silent); on the host it is the kernel it always runs."""
+    """micro_speech's FULLY_CONNECTED accumulates rows with the plain-filter kernel: on a SIMD target the
+    summary says so (slower than the re-laid-out SIMD filter; never silent); on the host it is the
+    kernel it always runs."""
     from nn2c.report.layers import schedule_dict
 
     path = model_path("tflite_micro/micro_speech_quantized.tflite")
@@ -214,3 +215,40 @@ def test_a_slower_kernel_in_a_group_is_reported():
         groups = schedule_dict(result)["row_groups"]
         assert groups and groups[-1]["types"][-1] == "FULLY_CONNECTED"
         assert bool(groups[-1]["slower_kernels"]) == slower, groups
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_accumulating_sink_on_qemu_matches_tflm(target, tmp_path):
+    """micro_speech --schedule min-ram in QEMU: the conv rows slide through nn2c_move and the
+    FULLY_CONNECTED sums them with the DSP (SXTB16 / SMLAD) or Helium (VMLADAV) slice kernel."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    path = model_path("tflite_micro/micro_speech_quantized.tflite")
+    options = CompileOptions(schedule="min-ram", target=target)
+    report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path, options=options)
+    assert report.reference == "tflm", report.skipped
+    assert report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert any(layer.op == "ROW_GROUP" for layer in report.layers)
+
+
+def test_a_member_read_only_by_the_sink_writes_into_its_rows(monkeypatch):
+    """pretrainedResnet_quant's strided block: conv -> conv and a 1x1 shortcut -> ADD. The second conv's
+    rows go straight into the ADD's output rows (the ADD then runs in place), so it needs no window;
+    without that the block needs one more row buffer."""
+    import nn2c.memory.fusion as fusion
+    from nn2c.report.layers import schedule_dict
+
+    path = model_path("mlcommons_tiny/pretrainedResnet_quant.tflite")
+    result = compile_model(path, CompileOptions(target="cortex-m4"))
+    aliased = [g for g in result.schedule.fusion.groups if g.alias is not None]
+    assert aliased, schedule_dict(result)["row_groups"]
+    for group in aliased:
+        assert group.window_bytes[group.alias] == 0
+        assert group.ops[group.alias].node.op == "CONV_2D" and group.ops[-1].node.op == "ADD"
+    assert "rows are written in op" in result.files[f"{result.name}.c"]
+    monkeypatch.setattr(fusion, "_sink_alias", lambda run: None)
+    apart = compile_model(path, CompileOptions(target="cortex-m4"))
+    assert result.arena_bytes < apart.arena_bytes

@@ -315,6 +315,10 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         for group in fusion["row_groups"]:
             for slower in group["slower_kernels"]:
                 _say(f"  row group runs {slower} (slower; --schedule layer keeps the SIMD kernel)")
+    if fusion["relocations"]:
+        moved = sum(r["bytes"] for r in fusion["relocations"])
+        _say(f"  relocations: {len(fusion['relocations'])} tensor(s) moved back after an in-place step "
+             f"({moved:,} B copied per inference) to undo the in-place drift")
     worst = getattr(result.quant, "output_sqnr_db", None)
     if worst is not None:
         _say(f"  quantized to int8: worst output SQNR {worst:.1f} dB (-v or --report for every tensor)")

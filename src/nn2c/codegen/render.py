@@ -17,7 +17,7 @@ from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
 from nn2c.codegen.lower import LoweredModel
 from nn2c.ir import Graph, Value, c_type
-from nn2c.memory.arena import DEBUG_GUARD, ArenaPlan
+from nn2c.memory.arena import DEBUG_GUARD, ArenaPlan, Move
 from nn2c.memory.inplace import InPlacePair
 from nn2c.memory.requests import BufferRequest, MemoryPlan
 
@@ -37,6 +37,7 @@ class GeneratedCode:
     inplace: list[InPlacePair] = field(default_factory=list)
     lower_bound_no_inplace: int = 0  # max live bytes with every buffer separate
     buffer_of: dict[int, str] = field(default_factory=dict)  # id(value) -> its arena buffer's name
+    moves: list[Move] = field(default_factory=list)  # relocations after in-place steps (memory/lifetimes.py)
 
 
 def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> list[list[str]]:
@@ -53,9 +54,12 @@ def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> lis
             value = values[index]
             if value.is_variable:
                 return lowered.state_ident[id(value)]
-            return f"({c_type(value.type.dtype)} *)&{name}[{arena.offset(value)}]"
+            return f"({c_type(value.type.dtype)} *)&{name}[{arena.offset(value, step)}]"
 
         bound.append([_PLACEHOLDER.sub(address, s) for s in code.statements])
+    for move in arena.moves:  # an in-place chain's tensor back where the next steps want it
+        bound[move.step].append(f"nn2c_move(&{name}[{move.target}], &{name}[{move.source}], {move.size}); "
+                                "/* relocated: undoes the in-place drift */")
     return bound
 
 
@@ -380,4 +384,4 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
     files.update(_kernel_files(set(kernels)))
     weight_bytes = sum(a.data.nbytes for a in weights)
     return GeneratedCode(name, files, arena.plan, weight_bytes, lowered.state_bytes, arena.requests,
-                         arena.honoured, arena.lower_bound_no_inplace, arena.buffers.buffer_of)
+                         arena.honoured, arena.lower_bound_no_inplace, arena.buffers.buffer_of, arena.moves)

@@ -174,6 +174,9 @@ class RowGroup:
     kernel_scratch: list[list[int]]  # per op: offsets of its scratch buffers in the shared region
     scratch_region: int
     inplace: dict[int, int] = field(default_factory=dict)  # id(outside tensor) -> in-place distance
+    # a member whose rows the element-wise sink alone reads, element by element: it writes them straight
+    # into the sink's output rows, which the sink then overwrites in place (no window of its own)
+    alias: int | None = None
     op: str = "ROW_GROUP"
     index: int = -1
 
@@ -198,12 +201,16 @@ class RowGroup:
 
     @property
     def window_bytes(self) -> list[int]:
-        return self.sim.window_bytes(self.members)[:-1]
+        sizes = self.sim.window_bytes(self.members)[:-1]
+        if self.alias is not None:
+            sizes[self.alias] = 0
+        return sizes
 
     @property
     def slower_paths(self) -> list[str]:
         """Members that run a slower kernel than they would layer by layer (said in the summary)."""
-        return [f"{op.node.where()}: the portable row-accumulating kernel instead of {op.function}"
+        return [f"{op.node.where()}: the row-accumulating kernel (plain filter, SXTB16 / VMLADAV on each slice) "
+                f"instead of {op.function}"
                 for op in self.ops if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8"]
 
     @property
@@ -245,6 +252,10 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
     for j in range(n - 1):
         ctype = c_type(ops[j].output.type.dtype)
+        if j == group.alias:  # its rows go where the sink writes the same rows, then read in place
+            body.append(f"{ctype} *const w{j} = ({ctype} *){sink.args[sink.output_arg]}; /* op {j}'s rows are "
+                        f"written in op {n - 1}'s output */")
+            continue
         body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* {sim.capacity[j]} rows of op {j}'s output */")
     body.append("int32_t " + ", ".join([f"first{j} = 0" for j in range(n - 1)] + [f"done{j} = 0" for j in range(n)])
                 + ";")
@@ -257,13 +268,13 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     for j, op in enumerate(ops):
         loop.append(f"if (done{j} < need{j}) {{ /* op {j}: rows done{j} .. need{j} - 1 in one call */")
         inner: list[str] = []
-        if j < n - 1:
+        if j < n - 1 and j != group.alias:
             size = f"{op.row_elements} * sizeof(*w{j})"
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
             inner += [f"if (need{j} - first{j} > {sim.capacity[j]}) {{ /* no room: keep only the rows still read */",
                       f"    const int32_t low = {_nested('NN2C_MIN', [f'done{j}', *lowest])};",
-                      f"    memmove(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
+                      f"    nn2c_move(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
                       "}"]

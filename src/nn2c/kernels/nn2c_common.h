@@ -14,13 +14,62 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define NN2C_ALIGNED(n) __attribute__((aligned(n)))
 #define NN2C_INLINE static inline __attribute__((always_inline))
+typedef uint32_t nn2c_word_t __attribute__((may_alias)); /* a word of any tensor's bytes */
+/* stops GCC from turning a copy loop back into a call of the C library's byte-wise memmove */
+#define NN2C_LOOP_BARRIER() __asm__ volatile("" ::: "memory")
 #else
+typedef uint32_t nn2c_word_t;
+#define NN2C_LOOP_BARRIER() ((void)0)
 #define NN2C_ALIGNED(n)
 #define NN2C_INLINE static inline
 #endif
 
 #define NN2C_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NN2C_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* memmove for the arena: a relocated tensor or a row group's sliding window. The C library's
+ * memmove is a byte loop on newlib-nano (4 instructions a byte on a Cortex-M4); arena buffers are
+ * 16-byte aligned, so whole words move here, forward or backward as the overlap requires. */
+NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    const int aligned = ((((uintptr_t)d | (uintptr_t)s) & 3u) == 0u);
+    size_t blocks = aligned ? n / 16u : 0u;     /* 4 words each */
+    size_t words = aligned ? n / 4u % 4u : 0u;  /* then single words */
+    size_t bytes = n - 16u * blocks - 4u * words;
+    if (d == s || n == 0) {
+        return;
+    }
+    if (d < s) { /* forward: every byte is read before a lower write can reach it */
+        nn2c_word_t *dw = (nn2c_word_t *)dst;
+        const nn2c_word_t *sw = (const nn2c_word_t *)src;
+        for (; blocks > 0; --blocks, dw += 4, sw += 4) {
+            const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
+            dw[0] = a; dw[1] = b; dw[2] = c; dw[3] = e;
+            NN2C_LOOP_BARRIER();
+        }
+        for (; words > 0; --words) { *dw++ = *sw++; NN2C_LOOP_BARRIER(); }
+        d = (uint8_t *)dw;
+        s = (const uint8_t *)sw;
+        for (; bytes > 0; --bytes) { *d++ = *s++; NN2C_LOOP_BARRIER(); }
+    } else { /* backward, from the top: the tail bytes first, then the words */
+        nn2c_word_t *dw;
+        const nn2c_word_t *sw;
+        d += n;
+        s += n;
+        for (; bytes > 0; --bytes) { *--d = *--s; NN2C_LOOP_BARRIER(); }
+        dw = (nn2c_word_t *)(void *)d;
+        sw = (const nn2c_word_t *)(const void *)s;
+        for (; words > 0; --words) { *--dw = *--sw; NN2C_LOOP_BARRIER(); }
+        for (; blocks > 0; --blocks) {
+            const uint32_t a = sw[-1], b = sw[-2], c = sw[-3], e = sw[-4];
+            dw[-1] = a; dw[-2] = b; dw[-3] = c; dw[-4] = e;
+            dw -= 4;
+            sw -= 4;
+            NN2C_LOOP_BARRIER();
+        }
+    }
+}
 
 NN2C_INLINE int32_t nn2c_clamp_i32(int32_t x, int32_t lo, int32_t hi) {
     return x < lo ? lo : (x > hi ? hi : x);

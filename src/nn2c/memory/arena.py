@@ -16,9 +16,19 @@ from nn2c.ir import Graph, Value
 from nn2c.memory.inplace import InPlacePair
 from nn2c.memory.lifetimes import Buffers, Step, analyse
 from nn2c.memory.planner import plan_memory
-from nn2c.memory.requests import BufferRequest, MemoryPlan, live_bytes_lower_bound
+from nn2c.memory.requests import BufferRequest, MemoryPlan, align_up, live_bytes_lower_bound
 
 DEBUG_GUARD = 16  # bytes of canary before the arena and behind every buffer in debug builds
+
+
+@dataclass(frozen=True)
+class Move:
+    """After step `step`, `size` bytes move from arena offset `source` to `target` (memmove)."""
+
+    step: int
+    source: int
+    target: int
+    size: int
 
 
 @dataclass
@@ -35,8 +45,16 @@ class ArenaPlan:
         """Bytes of the arena array: the plan, plus the leading canary in debug builds."""
         return self.plan.arena_bytes + self.base
 
-    def offset(self, value: Value) -> int:
-        return self.base + self.plan.offsets[self.buffers.buffer_of[id(value)]]
+    def offset(self, value: Value, step: int | None = None) -> int:
+        """Where `value` is while step `step` runs (None: after the step that makes it)."""
+        return self.base + self.plan.offsets[self.buffers.buffer_at(value, step)]
+
+    @property
+    def moves(self) -> list[Move]:
+        """The relocations the plan placed apart: a memmove after their step (memory/lifetimes.py)."""
+        offsets = self.plan.offsets
+        return [Move(r.step, self.base + offsets[r.before], self.base + offsets[r.buffer], r.size)
+                for r in self.buffers.relocations if offsets[r.before] != offsets[r.buffer]]
 
     def scratch_offset(self, step: int, index: int) -> int:
         return self.base + self.plan.offsets[self.buffers.scratch_names[step][index]]
@@ -49,15 +67,35 @@ class ArenaPlan:
 
 def plan_arena(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], planner: str = "exact",
                inplace: bool = True, time_limit: float = 10.0, debug: bool = False,
-               steps: Sequence[Step] | None = None) -> ArenaPlan:
+               steps: Sequence[Step] | None = None, relocate: bool = True) -> ArenaPlan:
     """Offsets for the buffers of `graph` run as `steps` (default: graph.nodes in order); scratch[step]
-    lists the bytes of each scratch buffer that step asks for."""
-    buffers = analyse(graph, aliases, scratch, inplace=inplace and not debug, steps=steps)
-    requests = buffers.requests
-    if debug:
-        requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]
+    lists the bytes of each scratch buffer that step asks for; `relocate`: chains of in-place
+    operators may move a tensor back after its step (memory/lifetimes.py)."""
+    if not debug:
+        buffers, plan, honoured = plan_buffers(graph, aliases, scratch, steps, inplace, planner, time_limit,
+                                               relocate and inplace and planner == "exact")
+        return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)
+    buffers = analyse(graph, aliases, scratch, inplace=False, steps=steps)
+    requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]
     plan, honoured = plan_memory(requests, buffers.inplace, planner, time_limit)
-    guards = None
-    if debug:
-        guards = [(DEBUG_GUARD + plan.offsets[r.name] + r.size, r.first, r.last) for r in buffers.requests]
-    return ArenaPlan(plan, buffers, requests, honoured, DEBUG_GUARD if debug else 0, guards)
+    guards = [(DEBUG_GUARD + plan.offsets[r.name] + r.size, r.first, r.last) for r in buffers.requests]
+    return ArenaPlan(plan, buffers, requests, honoured, DEBUG_GUARD, guards)
+
+
+def plan_buffers(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], steps: Sequence[Step] | None,
+                 inplace: bool, planner: str, time_limit: float, relocate: bool
+                 ) -> tuple[Buffers, MemoryPlan, list[InPlacePair]]:
+    """The buffers and their plan; with `relocate`, the plan with relocations is kept only when its
+    arena is smaller than without (each relocation placed apart costs a memmove per inference)."""
+    buffers = analyse(graph, aliases, scratch, inplace=inplace, steps=steps)
+    plan, honoured = plan_memory(buffers.requests, buffers.inplace, planner, time_limit)
+    if not relocate or plan.arena_bytes <= align_up(plan.lower_bound, 16):
+        return buffers, plan, honoured
+    moving = analyse(graph, aliases, scratch, inplace=inplace, steps=steps, relocate=True)
+    if not moving.relocations:
+        return buffers, plan, honoured
+    ties = [(r.before, r.buffer) for r in moving.relocations]
+    moved_plan, moved_honoured = plan_memory(moving.requests, moving.inplace, planner, time_limit, ties)
+    if moved_plan.arena_bytes < plan.arena_bytes:
+        return moving, moved_plan, moved_honoured
+    return buffers, plan, honoured

@@ -3,7 +3,9 @@
 Variables: the offset of every buffer (in units of its alignment) and the arena size A.
 For every two buffers live at the same step, a binary chooses which one lies below the other
 (big-M disjunction); for an in-place pair the choice is "the output starts at least `distance`
-below the input" or "the output lies wholly above the input". Minimise A.
+below the input" or "the output lies wholly above the input". Minimise A; with `ties` (two
+buffers of one tensor before and after a relocation, memory/lifetimes.py), also the number of ties
+placed apart, each weighing less than a byte of arena together.
 The solve has a time limit; the best plan found by then is kept, and the caller falls back to
 greedy when no plan was found or greedy is better.
 """
@@ -25,7 +27,7 @@ NODE_LIMIT = 20_000
 
 def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bound: int,
                time_limit: float = 10.0, upper_bound: int | None = None,
-               node_limit: int = NODE_LIMIT) -> MemoryPlan | None:
+               node_limit: int = NODE_LIMIT, ties: list[tuple[str, str]] | None = None) -> MemoryPlan | None:
     live = [r for r in requests if r.size > 0]
     if not live:
         return MemoryPlan({r.name: 0 for r in requests}, 0, lower_bound, "exact")
@@ -38,12 +40,13 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
         for j in range(i + 1, len(live))
         if live[i].overlaps_in_time(live[j])
     ]
-    n, m = len(live), len(conflicts)
-    big_m = sum(align_up(r.size, r.alignment) for r in live) + sum(p.distance for p in pairs)
-    # x = [k_0..k_{n-1}, z_0..z_{m-1}, A]; offset_i = alignment_i * k_i
-    num_vars = n + m + 1
+    tied = [(index[a], index[b]) for a, b in ties or [] if a in index and b in index]
+    n, m, t = len(live), len(conflicts), len(tied)
+    big_m = sum(align_up(r.size, r.alignment) for r in live) + sum(abs(p.distance) for p in pairs)
+    # x = [k_0..k_{n-1}, z_0..z_{m-1}, A, u_0..u_{t-1}]; offset_i = alignment_i * k_i; u = 1: a tie apart
+    num_vars = n + m + 1 + t
     a_col = n + m
-    rows = 2 * m + n
+    rows = 2 * m + n + 2 * t
     matrix = lil_matrix((rows, num_vars))
     lower = np.full(rows, -np.inf)
     upper = np.zeros(rows)
@@ -66,14 +69,20 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
         matrix[row, i], matrix[row, a_col] = r.alignment, -1
         upper[row] = -r.size
         row += 1
+    for c, (i, j) in enumerate(tied):  # |off_i - off_j| <= M u
+        for sign in (1, -1):
+            matrix[row, i], matrix[row, j], matrix[row, a_col + 1 + c] = sign * live[i].alignment, \
+                -sign * live[j].alignment, -big_m
+            row += 1
     cost = np.zeros(num_vars)
     cost[a_col] = 1.0
+    cost[a_col + 1:] = 0.5 / (t + 1)  # all ties apart weigh less than one byte of arena
     integrality = np.ones(num_vars)
     integrality[a_col] = 0
     upper_k = [big_m // r.alignment + 1 for r in live]
     # the arena never needs more than big_m; an upper bound from another planner prunes the search
     arena_cap = big_m if upper_bound is None else upper_bound
-    bounds = Bounds(np.zeros(num_vars), np.array(upper_k + [1] * m + [arena_cap], dtype=float))
+    bounds = Bounds(np.zeros(num_vars), np.array(upper_k + [1] * m + [arena_cap] + [1] * t, dtype=float))
     result = milp(cost, integrality=integrality, bounds=bounds,
                   constraints=LinearConstraint(matrix.tocsr(), lower, upper),
                   options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})

@@ -24,8 +24,8 @@ from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, member_of, stream_op
 from nn2c.ir import Graph, Node, Value
 from nn2c.ir.cost import macs
+from nn2c.memory.arena import plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
-from nn2c.memory.planner import plan_memory
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
 from nn2c.memory.rows import inplace_distance, simulate
 
@@ -34,7 +34,11 @@ AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's es
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
 TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
-PORTABLE_FC_COST = 5.0  # extra instructions per MAC of the portable FULLY_CONNECTED over the SIMD one
+# extra instructions per MAC of the row-accumulating FULLY_CONNECTED (its filter as stored, each
+# slice's bytes extended in the loop) over the SIMD kernel's re-laid-out filter (Cortex-M4: about 3.5
+# against 1.5 instructions per MAC)
+ACCUMULATE_COST = 2.0
+MOVE_COST = 0.25  # instructions per byte a window slide or a relocation (memmove) moves
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
 NEAR_LEVELS = 12  # levels near the least RAM where the least-offset grouping is also planned
@@ -83,12 +87,13 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     nodes = list(graph.nodes)
     base_cost = float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
     layer_steps: list[Node | RowGroup] = list(nodes)
-    layer_ram = _measure(graph, codes, aliases, layer_steps, inplace, time_limit)
+    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit)
+    layer_cost = layer_moved * MOVE_COST
     if policy == "layer" or not nodes:
-        return Choice(layer_steps, layer_ram, layer_ram, 0.0, base_cost, [(layer_ram, 0.0)], policy)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy)
     groups = _group_options(graph, codes, ctx, aliases, inplace)
     if not groups:  # nothing streams: layer by layer is the only schedule
-        return Choice(layer_steps, layer_ram, layer_ram, 0.0, base_cost, [(layer_ram, 0.0)], policy)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy)
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
     for sharing in (True, False):
         options = _single_options(graph, codes, aliases, inplace and sharing) + groups
@@ -111,7 +116,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
                     bound = _bound(graph, codes, aliases, steps, inplace)
                     estimated[key] = (bound, sum(o.cost for o in picked), steps)
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
-                                    base_cost, (layer_ram, 0.0, layer_steps), time_limit)
+                                    base_cost, (layer_ram, layer_cost, layer_steps), time_limit)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
     chosen_by = policy if ram_budget is None else "ram-budget"  # a budget overrides the policy
     return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered)
@@ -126,14 +131,17 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
                or c[1] <= AUTO_OVERHEAD * base_cost]
     order = sorted(allowed, key=lambda c: (c[1], c[0]) if ram_budget is not None else (c[0], c[1]))
     best = layer
-    measured = [(layer[0], 0.0)]
+    measured = [(layer[0], layer[1])]
     for bound, cost, steps in order:
         if ram_budget is not None:
             if best[0] <= ram_budget and cost >= best[1]:
                 break
         elif bound >= best[0]:
             break
-        ram = _measure(graph, codes, aliases, steps, inplace, time_limit)
+        ram, moved = _measure(graph, codes, aliases, steps, inplace, time_limit)
+        cost += moved * MOVE_COST  # the relocations the plan chose (memory/lifetimes.py)
+        if policy == "auto" and ram_budget is None and cost > AUTO_OVERHEAD * base_cost:
+            continue
         measured.append((ram, cost))
         if ram_budget is None:
             better = (ram, cost) < (best[0], best[1])
@@ -162,10 +170,14 @@ def _bound(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps
 
 
 def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
-             inplace: bool, time_limit: float) -> int:
-    """Arena bytes of these steps as the exact planner places them."""
-    buffers = _buffers(graph, codes, aliases, steps, inplace)
-    return plan_memory(buffers.requests, buffers.inplace, "exact", time_limit)[0].arena_bytes
+             inplace: bool, time_limit: float) -> tuple[int, int]:
+    """Arena bytes of these steps as the exact planner places them, and the bytes its relocations
+    move per inference."""
+    by_node = {id(c.node): c.scratch for c in codes}
+    scratch = [s.scratch if isinstance(s, RowGroup) else by_node[id(s)] for s in steps]
+    buffers, plan, _ = plan_buffers(graph, aliases, scratch, steps, inplace, "exact", time_limit, inplace)
+    moved = sum(r.size for r in buffers.relocations if plan.offsets[r.before] != plan.offsets[r.buffer])
+    return plan.arena_bytes, moved
 
 
 def _buffers(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
@@ -327,8 +339,33 @@ def _block_for(run: list[StreamOp]) -> int:
     return max(1, -(-MIN_PIXELS // min(widths)))
 
 
+def _sink_alias(run: list[StreamOp]) -> int | None:
+    """A member whose output only the element-wise sink reads, that reads only other members' rows
+    and makes rows of the sink's type and shape: it can write straight into the sink's output rows
+    (RowGroup.alias). The sink must read no outside tensor: such a read comes after the member's
+    write in the iteration, where the in-place distance does not expect one."""
+    sink = run[-1]
+    made = {id(op.output) for op in run}
+    if sink.kind not in ("bcast", "count") or any(id(v) not in made for _, v, _ in sink.streamed):
+        return None
+    for j in range(len(run) - 2, -1, -1):
+        op = run[j]
+        readers = [c for c, other in enumerate(run) if any(v is op.output for _, v, _ in other.streamed)]
+        if readers != [len(run) - 1] or op.output.type.shape != sink.output.type.shape:
+            continue
+        if op.output.type.dtype != sink.output.type.dtype or op.kind == "accumulate":
+            continue
+        if all(id(v) in made for _, v, _ in op.streamed):
+            return j
+    return None
+
+
 def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, last: int,
            inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
+    alias = _sink_alias(run)
+    if alias is not None:  # it runs last before the sink (only the sink reads it: any later slot is valid)
+        run = run[:alias] + run[alias + 1 : -1] + [run[alias], run[-1]]
+        alias = len(run) - 2
     made = {id(op.output): j for j, op in enumerate(run)}
     outside: list[Value] = []
     sources: dict[int, int] = dict(made)
@@ -343,7 +380,7 @@ def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, l
     except AssertionError:
         return None
     region, offsets = _kernel_scratch(run)
-    group = RowGroup(run, members, outside, sim, offsets, region)
+    group = RowGroup(run, members, outside, sim, offsets, region, alias=alias)
     if inplace:
         for k, value in enumerate(outside):
             name = lifetimes.buffer_of.get(id(value))
@@ -382,7 +419,7 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
             x, y = value.type.num_bytes, sink.type.num_bytes
             if x + y - max(d + x, y) > saving:
                 saving, drift = x + y - max(d + x, y), d
-    cost = group.sim.moved_bytes / 4
+    cost = group.sim.moved_bytes * MOVE_COST
     for op, calls in zip(group.ops, group.sim.member_calls, strict=True):
         pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
         # each extra call: its set-up, and (an odd number of pixels per call) a last pixel that misses
@@ -390,5 +427,5 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
         odd = round(pixels / max(calls, 1)) % 2
         cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * macs(op.node) / pixels)
         if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8":
-            cost += PORTABLE_FC_COST * macs(op.node)  # the sums use the portable kernel, not the SIMD one
+            cost += ACCUMULATE_COST * macs(op.node)  # the sums cannot use the SIMD kernel's filter layout
     return Option(first, last, live - saving, cost, group, drift)

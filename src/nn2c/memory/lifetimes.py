@@ -3,6 +3,14 @@
 Values that alias (zero-copy reshapes) share one buffer; constants live in flash and state
 tensors in their own static arrays, so neither is in the arena. Steps are positions in the
 execution order; graph inputs are live from step 0 and graph outputs until after the last step.
+
+Relocation: an operator written in place starts its output D bytes below its input, so a chain of
+them drifts down the arena by the sum of their distances (kws: 8 layers, 2 kB). With `relocate`,
+the output of such an operator whose output is the in-place input of a later one gets two buffers:
+`NAME@STEP`, where the step writes it, and NAME, where it lives from the next step on. Apart they
+cost nothing; at different offsets the step ends with a memmove (any overlap is safe), which puts
+the tensor back where the chain needs it. The planner keeps the two together unless moving saves
+arena (memory/exact.py), so models without drift get no moves.
 """
 
 from __future__ import annotations
@@ -27,13 +35,34 @@ class Buffers:
     buffer_of: dict[int, str]  # id(value) -> buffer name
     scratch_names: list[list[str]]  # per step, the names of its scratch buffers
     inplace: list[InPlacePair] = field(default_factory=list)
+    relocations: list[Relocation] = field(default_factory=list)
+
+    def buffer_at(self, value: Value, step: int | None = None) -> str:
+        """The buffer holding `value` while step `step` runs (None: after its producer's step)."""
+        name = self.buffer_of[id(value)]
+        if step is not None:
+            for r in self.relocations:
+                if r.buffer == name and step == r.step:
+                    return r.before
+        return name
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """Step `step` writes buffer `buffer` at `before`; from the next step on it lives at its own offset."""
+
+    buffer: str
+    before: str
+    step: int
+    size: int
 
 
 def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], inplace: bool = True,
-            steps: Sequence[Step] | None = None) -> Buffers:
+            steps: Sequence[Step] | None = None, relocate: bool = False) -> Buffers:
     """Buffer requests for the arena. `aliases` maps id(output) -> the value whose memory it reuses;
     `steps` (default: graph.nodes) are what invoke() runs in order: operators, or row groups whose
-    intermediate tensors never exist whole (memory/fusion.py)."""
+    intermediate tensors never exist whole (memory/fusion.py); `relocate`: chains of in-place
+    operators may move a tensor back after its step (see the module's docstring)."""
     steps = list(graph.nodes) if steps is None else list(steps)
 
     def root(value: Value) -> Value:
@@ -74,7 +103,26 @@ def analyse(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], i
         requests += [BufferRequest(n, b, step, step) for n, b in zip(step_names, step_scratch, strict=True)]
         scratch_names.append(step_names)
     pairs = _inplace_pairs(steps, names, spans) if inplace else []
-    return Buffers(requests, names, scratch_names, pairs)
+    buffers = Buffers(requests, names, scratch_names, pairs)
+    if relocate:
+        _split_drifting(buffers)
+    return buffers
+
+
+def _split_drifting(buffers: Buffers) -> None:
+    """Give each in-place output that drifts (distance > 0) and is itself the in-place input of a
+    later step a second buffer for its own step (NAME@STEP)."""
+    chained = {p.input for p in buffers.inplace}
+    index = {r.name: k for k, r in enumerate(buffers.requests)}
+    for k, p in enumerate(buffers.inplace):
+        request = buffers.requests[index[p.output]]
+        if p.distance <= 0 or p.output not in chained or request.last <= p.step or request.first != p.step:
+            continue
+        before = f"{p.output}@{p.step}"
+        buffers.requests[index[p.output]] = BufferRequest(p.output, request.size, p.step + 1, request.last)
+        buffers.requests.append(BufferRequest(before, request.size, p.step, p.step))
+        buffers.inplace[k] = InPlacePair(p.input, before, p.distance, p.step)
+        buffers.relocations.append(Relocation(p.output, before, p.step, request.size))
 
 
 def _inplace_pairs(steps: list[Step], names: dict[int, str], spans: dict[str, list[int]]) -> list[InPlacePair]:

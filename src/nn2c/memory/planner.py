@@ -17,12 +17,23 @@ PLANNERS = ("exact", "greedy")
 
 
 def plan_memory(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str = "exact",
-                time_limit: float = 10.0) -> tuple[MemoryPlan, list[InPlacePair]]:
+                time_limit: float = 10.0, ties: list[tuple[str, str]] | None = None
+                ) -> tuple[MemoryPlan, list[InPlacePair]]:
     """Returns the plan and the in-place pairs it honours (TFLM's greedy honours none).
 
     "exact": the better of greedy-by-size with and without in-place groups; when that is above the
     lower bound, an ILP bounded by it, which keeps the best plan found within the time limit.
+    `ties`: pairs of buffers (one tensor before and after a relocation) put at one offset wherever
+    the plan allows it, since apart they cost a copy.
     """
+    plan, honoured = _plan(requests, pairs, planner, time_limit, ties or [])
+    if ties:
+        plan = _join_ties(plan, requests, pairs if planner == "exact" else [], ties)
+    return plan, honoured
+
+
+def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str, time_limit: float,
+          ties: list[tuple[str, str]]) -> tuple[MemoryPlan, list[InPlacePair]]:
     greedy = plan_greedy(requests)
     check_plan(requests, greedy)
     if planner == "greedy":
@@ -36,11 +47,47 @@ def plan_memory(requests: list[BufferRequest], pairs: list[InPlacePair], planner
             best, honoured = grouped, _used(grouped, kept, requests)
     if best.arena_bytes <= align_up(lower_bound, 16):  # already optimal
         return MemoryPlan(best.offsets, best.arena_bytes, lower_bound, best.planner + " (optimal)"), honoured
-    exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes)
+    exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
+                       ties=ties)
     if exact is not None and exact.arena_bytes < best.arena_bytes:
         check_plan(requests, exact, pairs)
         return exact, _used(exact, pairs, requests)
     return best, honoured
+
+
+def _join_ties(plan: MemoryPlan, requests: list[BufferRequest], pairs: list[InPlacePair],
+               ties: list[tuple[str, str]]) -> MemoryPlan:
+    """Move one buffer of each tie placed apart onto the other's offset where nothing else is in the
+    way (greedy plans place them independently; a move costs a copy at run time)."""
+    offsets = dict(plan.offsets)
+    by_name = {r.name: r for r in requests}
+    for a, b in ties:
+        for moving, target in ((b, a), (a, b)):
+            if offsets[moving] == offsets[target]:
+                break
+            if _fits(by_name[moving], offsets[target], requests, offsets, pairs, plan.arena_bytes):
+                offsets[moving] = offsets[target]
+                break
+    return MemoryPlan(offsets, plan.arena_bytes, plan.lower_bound, plan.planner)
+
+
+def _fits(r: BufferRequest, offset: int, requests: list[BufferRequest], offsets: dict[str, int],
+          pairs: list[InPlacePair], arena: int) -> bool:
+    """Buffer r at `offset` stays in the arena and clear of every buffer live with it (in-place
+    pairs may overlap as far as their distance allows)."""
+    if offset + r.size > arena or offset % r.alignment:
+        return False
+    distance = {(p.input, p.output): p.distance for p in pairs if r.name in (p.input, p.output)}
+    for q in requests:
+        if q.name == r.name or not q.size or not r.size or not q.overlaps_in_time(r):
+            continue
+        if (q.name, r.name) in distance and offsets[q.name] - offset >= distance[(q.name, r.name)]:
+            continue  # r written over its input q
+        if (r.name, q.name) in distance and offset - offsets[q.name] >= distance[(r.name, q.name)]:
+            continue  # q written over its input r
+        if not (offset + r.size <= offsets[q.name] or offsets[q.name] + q.size <= offset):
+            return False
+    return True
 
 
 def _used(plan: MemoryPlan, pairs: list[InPlacePair], requests: list[BufferRequest]) -> list[InPlacePair]:

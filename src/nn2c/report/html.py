@@ -305,17 +305,30 @@ _SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "window
 
 def _schedule_summary(data: ReportData) -> str:
     s = data.schedule
-    return (f"Schedule {s['policy']}: {len(s['row_groups'])} row group(s) run several operators a few rows at a "
-            f"time (intermediates never whole); arena {data.arena_bytes:,} B against "
-            f"{s['layer_by_layer_arena_bytes']:,} B layer by layer, estimated extra cost "
-            f"{100 * s['added_cost_fraction']:.1f}%, no MAC recomputed.")
+    text = f"Schedule {s['policy']}: layer by layer."
+    if s["row_groups"]:
+        text = (f"Schedule {s['policy']}: {len(s['row_groups'])} row group(s) run several operators a few rows at "
+                f"a time (intermediates never whole); arena {data.arena_bytes:,} B against "
+                f"{s['layer_by_layer_arena_bytes']:,} B layer by layer, estimated extra cost "
+                f"{100 * s['added_cost_fraction']:.1f}%, no MAC recomputed.")
+    moves = s.get("relocations", [])
+    if moves:
+        text += (f" {len(moves)} tensor(s) move back after an in-place step (after steps "
+                 f"{', '.join(str(m['after_step']) for m in moves)}; {sum(m['bytes'] for m in moves):,} B copied "
+                 "per inference), so chains of in-place operators do not drift down the arena.")
+    return text
+
+
+def _has_schedule(data: ReportData) -> bool:
+    return bool(data.schedule.get("row_groups") or data.schedule.get("relocations"))
 
 
 def _schedule_html(data: ReportData) -> list[str]:
-    if not data.schedule.get("row_groups"):
+    if not _has_schedule(data):
         return []
-    body = ["<h2>Schedule</h2>", f'<p id="schedule">{_e(_schedule_summary(data))}</p>',
-            _table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5}, ident="row-groups")]
+    body = ["<h2>Schedule</h2>", f'<p id="schedule">{_e(_schedule_summary(data))}</p>']
+    if data.schedule["row_groups"]:
+        body.append(_table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5}, ident="row-groups"))
     if "schedule_tradeoff.png" in data.images:
         body.append(f'<p><img id="schedule-tradeoff" alt="RAM against cost of the schedules planned" '
                     f'src="{_data_uri(data.images["schedule_tradeoff.png"])}"></p>')
@@ -323,10 +336,11 @@ def _schedule_html(data: ReportData) -> list[str]:
 
 
 def _schedule_markdown(data: ReportData) -> list[str]:
-    if not data.schedule.get("row_groups"):
+    if not _has_schedule(data):
         return []
-    out = ["", "## Schedule", "", _schedule_summary(data), "", _md_table(_SCHEDULE_HEADERS, _schedule_rows(data),
-                                                                          {0, 3, 4, 5})]
+    out = ["", "## Schedule", "", _schedule_summary(data)]
+    if data.schedule["row_groups"]:
+        out += ["", _md_table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5})]
     if "schedule_tradeoff.png" in data.images:
         out += ["", "![schedule trade-off](schedule_tradeoff.png)"]
     return out

@@ -119,6 +119,8 @@ def build_layers(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, 
         )
         out = node.outputs[0] if node.outputs else None
         buffer = names.get(id(out)) if out is not None else None
+        if buffer is not None and f"{buffer}@{step}" in by_name:  # written here, relocated after the step
+            buffer = f"{buffer}@{step}"
         if buffer is not None and buffer in by_name:
             layer.offset, layer.size = plan.offsets[buffer], by_name[buffer].size
             layer.inplace = (step, buffer) in inplace_at
@@ -180,8 +182,9 @@ def op_counts(graph: Graph) -> dict[str, int]:
 def schedule_dict(result: CompileResult) -> dict[str, Any]:
     """The row groups the schedule chose (memory/fusion.py), for the summary, --json and the report."""
     fusion = result.schedule.fusion if result.schedule is not None else None
+    relocations = [{"after_step": m.step, "bytes": m.size} for m in result.code.moves]
     if fusion is None:
-        return {"policy": "layer", "row_groups": []}
+        return {"policy": "layer", "row_groups": [], "relocations": relocations}
     position = {id(n): k for k, n in enumerate(result.graph.nodes)}
     steps = steps_of(result)
     groups = [{
@@ -190,7 +193,8 @@ def schedule_dict(result: CompileResult) -> dict[str, Any]:
         "slower_kernels": g.slower_paths,
     } for g in fusion.groups]
     return {
-        "policy": fusion.policy, "row_groups": groups, "layer_by_layer_arena_bytes": fusion.layer_arena_bytes,
+        "policy": fusion.policy, "row_groups": groups, "relocations": relocations,
+        "layer_by_layer_arena_bytes": fusion.layer_arena_bytes,
         "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
         "recomputed_macs": 0,  # a row group computes every row once
         "tradeoff": [{"arena_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}
