@@ -271,6 +271,7 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         "lower_bound_bytes": plan.lower_bound, "state_bytes": result.code.state_bytes,
         "ram_bytes": result.ram_bytes, "weight_bytes": result.code.weight_bytes, "planner": plan.planner,
         "inplace_operators": len(result.code.inplace), "files": sorted(result.files),
+        "decoded": result.graph.metadata.get("decode"),
     }
     from nn2c.report.layers import schedule_dict
 
@@ -304,6 +305,10 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         _say(_board_line(_board_fit(board, None, result.ram_bytes, result.code.weight_bytes), "", " (weights)"))
     for line in result.graph.metadata.get("int8_io", []):
         _say(f"  --io int8: {line}")
+    decoded = result.graph.metadata.get("decode")
+    if decoded:
+        _say(f"  TFLM-compressed model: {decoded['tensors']} tensor(s) decoded at compile time, "
+             f"{decoded['encoded_bytes']:,} B encoded -> {decoded['decoded_bytes']:,} B dense in flash")
     from nn2c.report.layers import schedule_dict
 
     fusion = schedule_dict(result)

@@ -4,7 +4,8 @@ Only the first subgraph is imported, except for resource variables: VAR_HANDLE i
 (each (container, shared_name) pair, matched as TFLM's MicroResourceVariables::FindId does, becomes
 one state value), and the init subgraph of a CALL_ONCE is evaluated here (it assigns constants):
 see _ResourceVariables and ir/ops/state.py. An IF's branch subgraphs are inlined (_inline_if); a WHILE
-is unrolled when its trip count is fixed at compile time (frontends/tflite_while.py). Attributes keep
+is unrolled when its trip count is fixed at compile time (frontends/tflite_while.py). TFLM's DECODE
+(weight compression) is decoded into constants (frontends/tflite_decode.py). Attributes keep
 the schema's option names in snake_case, with enums turned into their names (padding="SAME",
 fused_activation_function="RELU6").
 """
@@ -17,11 +18,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import flatbuffers
 import numpy as np
 import tflite
 
 from nn2c.errors import InvalidModelError, UnsupportedOpError
-from nn2c.frontends import tflite_custom
+from nn2c.frontends import tflite_custom, tflite_decode
 from nn2c.ir import Graph, GraphInvariantError, Node, QuantParams, TensorType, Value, verify
 
 # TFLite TensorType enum value -> IR dtype name (only the ones nn2c computes with)
@@ -135,6 +137,17 @@ def _check_quant(quant: QuantParams | None, dtype: str, shape: tuple[int, ...], 
             raise InvalidModelError(f"{where}: {len(quant.zero_point)} zero points for {len(quant.scale)} scales")
 
 
+def _builtin_code(code: tflite.OperatorCode) -> int:
+    """The operator's builtin code as TFLM's GetBuiltinCode reads it: the larger of the two fields.
+
+    The `tflite` package's BuiltinCode() answers the deprecated int8 field whenever the int32 field
+    is below 127, which turns CUSTOM (32) into ADD (0) in files that leave the deprecated field 0, as
+    TFLM's compressor writes its DECODE operators; so the int32 field (slot 3) is read here."""
+    offset = code._tab.Offset(10)
+    field = code._tab.Get(flatbuffers.number_types.Int32Flags, offset + code._tab.Pos) if offset else 0
+    return max(int(field), int(code.DeprecatedBuiltinCode()))
+
+
 def _name(tensor: tflite.Tensor, index: int) -> str:
     raw = tensor.Name()
     return raw.decode("utf-8", "replace") if raw else f"tensor_{index}"
@@ -151,6 +164,7 @@ class _Reader:
             raise InvalidModelError(f"{source}: subgraph {subgraph} does not exist")
         self.subgraph = self.model.Subgraphs(subgraph)
         self.values: dict[int, Value] = {}
+        self.decoded = tflite_decode.DecodedTensors()  # the DECODE outputs of this subgraph
 
     def buffer_bytes(self, index: int) -> bytes | None:
         if not 0 <= index < self.model.BuffersLength():
@@ -218,7 +232,7 @@ class _Reader:
         if not 0 <= code_index < self.model.OperatorCodesLength():
             raise InvalidModelError(f"{self.source}: op #{op_index} has an invalid operator code index")
         code = self.model.OperatorCodes(code_index)
-        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        builtin = _builtin_code(code)
         if builtin == tflite.BuiltinOperator.CUSTOM:
             custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
             return f"CUSTOM:{custom}"
@@ -226,6 +240,9 @@ class _Reader:
 
     def add_op(self, graph: Graph, op: tflite.Operator, op_name: str, op_index: int, where: str) -> None:
         """Append the node of one operator of this reader's subgraph (an IF: its inlined branches)."""
+        if op_name == tflite_decode.DECODE:  # its output tensors are read only once decoded
+            tflite_decode.decode_op(self, op, op_index, f"{self.source}: {where}", self.decoded)
+            return
         inputs = [
             None if int(i) < 0 else self.value(int(i), where)
             for i in (op.InputsAsNumpy() if op.InputsLength() else [])
@@ -250,11 +267,12 @@ class _Reader:
 
     def graph(self, name: str) -> Graph:
         graph = Graph(name)
+        tflite_decode.refuse_metadata_compression(self.model, self.source)
         sub = self.subgraph
         graph.inputs = [self.value(int(i), "the model input list") for i in sub.InputsAsNumpy()]
         ops = [sub.Operators(i) for i in range(sub.OperatorsLength())]
         names = [self.operator_name(op, i) for i, op in enumerate(ops)]
-        custom = tflite_custom.refused(names)
+        custom = tflite_custom.refused([n for n in names if n != tflite_decode.DECODE])
         if custom:
             first = names.index(f"CUSTOM:{custom[0]}")
             raise UnsupportedOpError(
@@ -275,6 +293,8 @@ class _Reader:
         description = self.model.Description()
         graph.metadata["description"] = description.decode("utf-8", "replace") if description else ""
         graph.metadata["source_format"] = "tflite"
+        if self.decoded.tensors:  # flash: the dense tensors nn2c keeps against the compressed bytes
+            graph.metadata["decode"] = self.decoded.summary()
         return graph
 
 
@@ -501,11 +521,12 @@ def _inline_branch(reader: _Reader, graph: Graph, index: int, operands: list[Val
     for k in range(sub.subgraph.OperatorsLength()):
         op = sub.subgraph.Operators(k)
         name = sub.operator_name(op, k)
-        if name in _BRANCH_REFUSED or name.startswith("CUSTOM:"):
+        if name in _BRANCH_REFUSED or (name.startswith("CUSTOM:") and name != tflite_decode.DECODE):
             raise UnsupportedOpError(f"{where}: subgraph {index} op #{k} {name} is not supported inside an IF "
                                      "branch (nn2c runs both branches)")
         sub.add_op(graph, op, name, op_index, f"subgraph {index} op #{k} {name}")
     results = [sub.value(int(i), f"subgraph {index} output list") for i in sub.subgraph.OutputsAsNumpy()]
+    reader.decoded.add(sub.decoded)
     if any(v.is_variable for v in sub.values.values()):
         raise UnsupportedOpError(f"{where}: subgraph {index} keeps state (a variable tensor), which nn2c does not "
                                  "support inside an IF branch (nn2c runs both branches)")
