@@ -2,8 +2,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
+# tensorflow-cpu converts the Keras zoo of tests/test_keras_zoo.py; its own venv, as its pins clash with nn2c's
+TF_VENV ?= .venv-tf
+TF_PINS := tensorflow-cpu==2.21.0 keras==3.15.1
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast tf-venv lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,10 +14,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+$(TF_VENV)/.installed:
+	python3 -m venv $(TF_VENV)
+	$(TF_VENV)/bin/python -m pip install --quiet $(TF_PINS)
+	touch $@
+
+tf-venv: $(TF_VENV)/.installed  ## tensorflow for the Keras zoo test (about 35 s, 320 MB download)
+
 demo: $(VENV)/.installed  ## compile a real model, build it, run it, compare with TFLite Micro
 	$(PY) examples/demo.py
 
-test: $(VENV)/.installed  ## the whole test suite (what CI runs)
+test: $(VENV)/.installed $(TF_VENV)/.installed  ## the whole test suite (what CI runs)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
 test-fast: $(VENV)/.installed  ## skip the two large models
@@ -25,4 +35,4 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) demo_out .pytest_cache
+	rm -rf $(VENV) $(TF_VENV) demo_out .pytest_cache

@@ -250,6 +250,8 @@ class _Reader:
         outputs = [self.value(int(i), where) for i in (op.OutputsAsNumpy() if op.OutputsLength() else [])]
         attrs = _read_options(op)
         attrs["version"] = int(self.model.OperatorCodes(op.OpcodeIndex()).Version())
+        if op_name == "GELU":  # TFLite's GeluOptions.approximate is a bool; the IR's is ONNX's "none" / "tanh"
+            attrs["approximate"] = "tanh" if attrs.get("approximate") else "none"
         if op_name == "IF":
             _inline_if(self, graph, inputs, outputs, attrs, op_index)
             return

@@ -102,6 +102,8 @@ def unary(node: Node, ctx: EmitContext) -> None:
         _table_s8(ctx, x, out, count, _rsqrt_table(ctx, x, out), "RSQRT")
     elif node.op == "ELU" and quantized and dtype == "int8" and float(node.attrs.get("alpha", 1.0)) == 1.0:
         _table_s8(ctx, x, out, count, _elu_table(ctx, x, out), "ELU")
+    elif node.op == "GELU" and quantized and dtype == "int8":
+        _table_s8(ctx, x, out, count, _gelu_table(ctx, x, out, str(node.attrs.get("approximate", "none"))), "GELU")
     elif node.op in _INTEGER_KERNELS and not quantized and dtype in _INT_SUFFIX:
         ctx.use_kernel("math")
         ctx.call(f"nn2c_math_{_INTEGER_KERNELS[node.op]}_{_INT_SUFFIX[dtype]}", str(count), ctx.ptr(x), ctx.ptr(out))
@@ -242,6 +244,26 @@ def _elu_table(ctx: EmitContext, x: Value, out: Value) -> np.ndarray:
         if not math.isfinite(rescaled):
             table.append(127 if rescaled > 0 else -128)
             continue
+        quantized = float(np.float32(np.float32(round_half_away(rescaled)) + np.float32(zp_out)))
+        table.append(min(max(int(quantized), -128), 127))
+    return np.array(table, dtype=np.int8)
+
+
+def _gelu_table(ctx: EmitContext, x: Value, out: Value, approximate: str) -> np.ndarray:
+    """TFLite's int8 GELU (kernels/gelu.cc): LUTPopulate of 0.5 x erfc(-x / sqrt 2), or of the tanh
+    approximation, evaluated in float32 as the kernel does."""
+    _per_tensor(ctx, x, out)
+    s_in, inverse = np.float32(scale(x)), np.float32(1.0) / np.float32(scale(out))
+    zp_in, zp_out = zero_point(x), zero_point(out)
+    table = []
+    for q in range(-128, 128):
+        d = np.float32(s_in * np.float32(q - zp_in))
+        if approximate == "tanh":
+            inner = np.float32(np.float32(math.sqrt(2.0 / math.pi)) * np.float32(d + np.float32(0.044715) * d * d * d))
+            f = np.float32(np.float32(0.5) * d * np.float32(np.float32(1.0) + np.float32(math.tanh(float(inner)))))
+        else:
+            f = np.float32(np.float32(0.5) * d * np.float32(math.erfc(float(np.float32(-d * np.float32(math.sqrt(0.5)))))))
+        rescaled = float(np.float32(f * inverse))
         quantized = float(np.float32(np.float32(round_half_away(rescaled)) + np.float32(zp_out)))
         table.append(min(max(int(quantized), -128), 127))
     return np.array(table, dtype=np.int8)
