@@ -66,7 +66,7 @@ def _check_against_c(result, folder: Path, exported: Path, x: np.ndarray) -> int
     graph = load_model(exported)  # nn2c's own frontend reads it back
     assert [v.type.dtype for v in graph.inputs + graph.outputs] == ["int8"] * (1 + len(graph.outputs))
     assert {n.op for n in graph.nodes} <= {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MEAN",
-                                            "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "RESHAPE", "TRANSPOSE",
+                                            "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "PADV2", "RESHAPE", "TRANSPOSE",
                                             "SOFTMAX", "RELU", "QUANTIZE", "DEQUANTIZE"}
     # the exported file carries the same input/output parameters as the compiled C
     io = {name: (scale, zp) for name, _dtype, scale, zp in result.quant.io_params}
@@ -143,6 +143,70 @@ def test_onnx_float_model_exports_bit_exact_with_the_c(tmp_path, opt_level):
     else:
         assert "IDENTITY" in compiled and "IDENTITY" not in ops  # written as a RESHAPE to its own shape
     assert _check_against_c(result, folder, exported, x) >= 2 * TEST_INPUTS
+
+
+def _onnx_padded_max_pool(path: Path) -> Path:
+    """A ResNet stem: Conv, ReLU, MaxPool 3x3 / 2 with pads 1 (which nn2c imports as a PADV2 filling
+    -FLT_MAX before a VALID MAX_POOL_2D), Conv, global average pool."""
+    onnx = pytest.importorskip("onnx")
+    h, tp = onnx.helper, onnx.TensorProto
+    rng = np.random.default_rng(3)
+
+    def init(name: str, *shape: int) -> object:
+        return h.make_tensor(name, tp.FLOAT, list(shape), (rng.normal(size=shape) * 0.3).astype(np.float32).ravel())
+
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        h.make_node("Relu", ["c1"], ["r1"]),
+        h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        h.make_node("Conv", ["p1", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+        h.make_node("GlobalAveragePool", ["c2"], ["y"]),
+    ]
+    graph = h.make_graph(nodes, "stem", [h.make_tensor_value_info("x", tp.FLOAT, [1, 3, 16, 16])],
+                         [h.make_tensor_value_info("y", tp.FLOAT, [1, 6, 1, 1])],
+                         [init("w1", 8, 3, 3, 3), init("b1", 8), init("w2", 6, 8, 1, 1), init("b2", 6)])
+    model = onnx.shape_inference.infer_shapes(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]))
+    onnx.save(model, str(path))
+    return path
+
+
+def test_padded_max_pool_keeps_its_range_and_exports_bit_exact(tmp_path):
+    """The -FLT_MAX padding of an ONNX MaxPool must not set the int8 range (it left no code for the
+    data: ResNet-18 at 2 dB output SQNR); it saturates to the lowest code, exact for max pooling."""
+    pytest.importorskip("tflite_micro")
+    model = _onnx_padded_max_pool(tmp_path / "stem.onnx")
+    result, folder, exported, x = _quantize_and_export(model, tmp_path)
+    assert "PADV2" in [n.op for n in load_model(exported).nodes]
+    pooled = next(t for t in result.quant.tensors if t.op == "MAX_POOL_2D")
+    assert pooled.range_min >= -1e-6 and pooled.range_max < 1e3  # the ReLU's range, not the fill's
+    assert pooled.sqnr_db > 30 and result.quant.output_sqnr_db > 25
+    assert _check_against_c(result, folder, exported, x) >= TEST_INPUTS
+
+
+def test_convolutions_without_bias_export_with_a_zero_bias(tmp_path):
+    """ONNX Conv without a bias (depthwise and 1x1): the quantizer writes a zero bias, as TFLite's
+    converter does. Without it TFLite Micro crashed (SIGSEGV) on the int8 DEPTHWISE_CONV_2D and
+    LiteRT refused to prepare the int8 CONV_2D."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("tflite_micro")
+    h, tp = onnx.helper, onnx.TensorProto
+    rng = np.random.default_rng(5)
+    weights = [h.make_tensor("dw", tp.FLOAT, [4, 1, 3, 3], rng.normal(size=36).astype(np.float32)),
+               h.make_tensor("pw", tp.FLOAT, [6, 4, 1, 1], rng.normal(size=24).astype(np.float32))]
+    nodes = [h.make_node("Conv", ["x", "dw"], ["d"], group=4, pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             h.make_node("Relu", ["d"], ["r"]),
+             h.make_node("Conv", ["r", "pw"], ["y"], kernel_shape=[1, 1])]
+    graph = h.make_graph(nodes, "nobias", [h.make_tensor_value_info("x", tp.FLOAT, [1, 4, 8, 8])],
+                         [h.make_tensor_value_info("y", tp.FLOAT, [1, 6, 8, 8])], weights)
+    model = tmp_path / "nobias.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(model))
+    result, folder, exported, x = _quantize_and_export(model, tmp_path)
+    convolutions = [n for n in load_model(exported).nodes if n.op in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    assert len(convolutions) == 2
+    for conv in convolutions:
+        bias = conv.input(2)
+        assert bias is not None and bias.data is not None and not bias.data.any()
+    assert _check_against_c(result, folder, exported, x) >= TEST_INPUTS
 
 
 def test_onnx_model_from_the_repo_exports(tmp_path):

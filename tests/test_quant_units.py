@@ -53,6 +53,15 @@ def test_depthwise_filters_use_the_last_axis():
     np.testing.assert_allclose(q.scale, np.abs(w).max(axis=(0, 1, 2)) / 127, rtol=1e-6)
 
 
+def test_scalar_constants_keep_their_shape():
+    """An ONNX scalar operand (HardSigmoid's alpha, shape ()) stays a 0-d array once quantized; it
+    became shape (1,) and the int8 graph failed its invariant check (timm's MobileNetV3)."""
+    q = qp.activation_params(0.0, 1.0)
+    codes = qp.quantize_array(np.asarray(np.float32(0.2)), q)
+    assert isinstance(codes, np.ndarray) and codes.shape == () and codes.dtype == np.int8
+    assert qp.quantize_array(np.full((2, 3), 0.5, np.float32), q).shape == (2, 3)
+
+
 def test_minmax_covers_everything_and_percentile_trims_outliers():
     rng = np.random.default_rng(0)
     data = rng.normal(size=100_000)

@@ -63,10 +63,12 @@ def quantize_array(data: np.ndarray, quant: QuantParams, dtype: str = "int8") ->
         shape = [1] * data.ndim
         shape[quant.axis] = len(scales)
         scales, zps = scales.reshape(shape), zps.reshape(shape)
+    else:  # scalars: a 0-d constant (an ONNX scalar operand) must keep its shape (), not become (1,)
+        scales, zps = scales.reshape(()), zps.reshape(())
     q = round_half_away(data / scales) + zps
     info = np.iinfo(np.dtype(dtype))
     lo = -WEIGHT_QMAX if dtype == "int8" and quant.per_channel else info.min
-    return np.clip(q, lo, info.max).astype(dtype)
+    return np.asarray(np.clip(q, lo, info.max)).astype(dtype)
 
 
 def weight_params(w: np.ndarray, axis: int) -> QuantParams:

@@ -9,6 +9,11 @@ What each int8 operator gets is what its TFLite Micro kernel (and so nn2c's lowe
   movement, MAX_POOL_2D, AVERAGE_POOL_2D (TFLM's Prepare requires it), RELU6, REDUCE_MAX,
   MAXIMUM / MINIMUM, CONCATENATION with all its inputs). Tied tensors form one group (union-find)
   whose range is the union of the members' ranges, as TFLite's converter unifies them.
+- PADV2 is tied too (TFLite Micro pads int8 with a constant in the output's parameters). Its fill
+  value joins the range when it is an ordinary number; a "minus infinity" fill (what an ONNX
+  MaxPool with explicit pads becomes: -FLT_MAX, read only by MAX_POOL_2D) would stretch the range
+  over 1e38 and leave no code for the data, so it stays out of the range and saturates to the
+  lowest code, which max pooling never picks over a real value.
 - FIXED ops have outputs fixed by the kernel: SOFTMAX and LOGISTIC 1/256 zero point -128, TANH
   1/128 zero point 0; a group holding such an output takes those parameters.
 Everything else, operators the user keeps float (--keep-float, by type or output tensor name) and
@@ -35,6 +40,41 @@ from nn2c.quant import params as qp
 CLAMPS = frozenset({"NONE", *FUSED_ACTIVATIONS})
 
 
+# A fill beyond this magnitude stands for an infinity: it saturates instead of setting the range.
+HUGE_FILL = 1e30
+
+
+def int8_rule(node: Node) -> str | None:
+    """The operator table's int8 rule, and PADV2's: its kernel is PAD's with a given fill value, so its
+    output shares the input's parameters (the operator table has no int8 rule for PADV2 yet)."""
+    if node.op == "PADV2":
+        fill = node.input(2)
+        return "tied" if fill is not None and fill.is_constant and fill.type.num_elements == 1 else None
+    return op_info(node.op).int8
+
+
+def _fill_value(node: Node) -> float:
+    fill = node.input(2)
+    assert fill is not None and fill.data is not None
+    return float(np.asarray(fill.data, dtype=np.float64).reshape(-1)[0])
+
+
+def pad_ranges(graph: Graph, ranges: dict[int, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+    """Calibrated ranges with each PADV2 output's range replaced by its input's, widened by the fill
+    value only when that is an ordinary number (see the module docstring)."""
+    adjusted = dict(ranges)
+    for node in graph.nodes:
+        x = node.input(0)
+        if node.op != "PADV2" or int8_rule(node) != "tied" or x is None or id(x) not in ranges:
+            continue
+        lo, hi = ranges[id(x)]
+        fill = _fill_value(node)
+        if abs(fill) < HUGE_FILL:
+            lo, hi = min(lo, fill), max(hi, fill)
+        adjusted[id(node.outputs[0])] = (lo, hi)
+    return adjusted
+
+
 def _weighted(node: Node) -> bool:
     return op_info(node.op).weight_axis is not None
 
@@ -43,7 +83,7 @@ def float_reason(node: Node, keep_float: frozenset[str], has_range: Callable[[Va
     """Why the node stays float, or None when it becomes int8."""
     if node.op in keep_float or any(o.name in keep_float for o in node.outputs):
         return "kept float (--keep-float)"
-    if op_info(node.op).int8 is None:
+    if int8_rule(node) is None:
         return f"no int8 kernel for {node.op}"
     if any(o.type.dtype != "float32" for o in node.outputs):
         return "output is not float32"
@@ -112,7 +152,7 @@ def choose_params(graph: Graph, quantized: list[Node], ranges: dict[int, tuple[f
             if v is not None:
                 values[id(v)] = v
                 groups.find(id(v))
-        if op_info(node.op).int8 == "tied":
+        if int8_rule(node) == "tied":
             anchor = inputs[0]
             assert anchor is not None
             for v in [*inputs[1:], *node.outputs]:
@@ -241,6 +281,8 @@ class _Builder:
                 inputs.append(self.as_int8(v, node))
             elif _weighted(node) and i in (1, 2):
                 inputs.append(None)  # filled below
+            elif node.op == "PADV2" and i == 2:
+                inputs.append(self._pad_fill(node))
             else:
                 inputs.append(self._passthrough(v) if v.type.dtype != "float32" else self.as_float(v, node))
         if _weighted(node):
@@ -252,6 +294,16 @@ class _Builder:
             outputs.append(q)
         self.add(Node(node.op, inputs, outputs, dict(node.attrs), name=node.name, index=node.index))
 
+    def _pad_fill(self, node: Node) -> Value:
+        """PADV2's fill as an int8 scalar in the output's parameters (TFLite Micro requires them),
+        saturated: an infinite-like fill becomes the lowest (or highest) code."""
+        fill = node.inputs[2]
+        assert fill is not None and fill.data is not None
+        quant = self.chosen[id(node.outputs[0])]
+        lo, hi = qp.representable_range(quant)
+        real = np.clip(np.asarray(fill.data, dtype=np.float64), lo, hi)
+        return Value(f"{fill.name}/int8", TensorType("int8", fill.type.shape, quant), qp.quantize_array(real, quant))
+
     def _weights(self, node: Node, inputs: list[Value | None]) -> None:
         w, b = node.inputs[1], node.input(2)
         assert w is not None and w.data is not None
@@ -260,11 +312,16 @@ class _Builder:
         w_quant = qp.weight_params(w.data, axis)
         inputs[1] = Value(f"{w.name}/int8", TensorType("int8", w.type.shape, w_quant),
                           qp.quantize_array(w.data, w_quant))
+        channels = w.type.shape[axis]
+        if b is None and node.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            # a zero bias, as TFLite's converter writes one: on an exported int8 convolution without
+            # one, TFLite Micro crashed (DEPTHWISE_CONV_2D) and LiteRT refused to prepare (CONV_2D)
+            b = Value(f"{w.name}/zero_bias", TensorType("float32", (channels,)), np.zeros(channels, np.float32))
+            inputs.extend([None] * (3 - len(inputs)))
         if b is not None:
             assert b.data is not None
             x = inputs[0]
             assert x is not None and x.type.quant is not None
-            channels = w.type.shape[axis]
             b_quant = qp.bias_params(x.type.quant.scale[0], w_quant, channels)
             inputs[2] = Value(f"{b.name}/int32", TensorType("int32", b.type.shape, b_quant),
                               qp.quantize_bias(b.data, b_quant).reshape(b.type.shape))
@@ -275,6 +332,7 @@ def rewrite(graph: Graph, ranges: dict[int, tuple[float, float]], keep_float: fr
     """The int8 graph; `ranges` maps id(value) of the float graph's activations to clip ranges."""
     reasons = {id(n): float_reason(n, keep_float, lambda v: id(v) in ranges) for n in graph.nodes}
     quantized = [n for n in graph.nodes if reasons[id(n)] is None]
+    ranges = pad_ranges(graph, ranges)
     chosen = choose_params(graph, quantized, ranges)
     for v in graph.inputs:  # io=int8 exposes every float input as int8, whoever reads it
         if io == "int8" and id(v) not in chosen and id(v) in ranges:
