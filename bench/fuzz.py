@@ -1,11 +1,15 @@
 """Long fuzz campaign over the repo's models; writes the `fuzz` section of docs/BENCHMARKS.md.
 
-    python bench/fuzz.py [--seconds 600] [--seed 0] [--keep DIR] [--no-write]
+    python bench/fuzz.py [--seconds 600] [--seed 0] [--keep DIR] [--no-write] [--formats onnx] [--no-execute]
 
 One campaign per format, --seconds each: the .tflite models under 400 KB and tests/assets' exports
-(fuzz/tflite_mutator.py) and the ONNX seeds in models/onnx/ (fuzz/onnx_mutator.py). Every mutant
-must compile or end in one nn2c error; failing mutants are kept in --keep (default: a temporary folder) to reproduce with
-`nn2c compile`. Exit status 1 if any mutant failed.
+(fuzz/tflite_mutator.py); the ONNX seeds in models/onnx/ and every case of the ONNX backend node
+suite (generated from the installed onnx package, tests/onnx_backend_cases.py) that nn2c compiles
+(fuzz/onnx_mutator.py). Every mutant must compile or end in one nn2c error; ONNX mutants that
+compile are also built with ASan + UBSan and run on random and extreme inputs in up to half of the
+time (tests/onnx_backend_sanitize.py): a crash of the generated code is a failure too. Failing
+mutants are kept in --keep (default: a temporary folder) to reproduce with `nn2c compile`. A
+format left out with --formats keeps its row of the last run. Exit status 1 if any mutant failed.
 """
 
 from __future__ import annotations
@@ -13,15 +17,18 @@ from __future__ import annotations
 import argparse
 import collections
 import logging
+import re
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
-from report_file import replace_section  # noqa: E402
+from report_file import BENCHMARKS, replace_section  # noqa: E402
 
 from nn2c.fuzz.campaign import CampaignResult, run_campaign  # noqa: E402
 
@@ -55,10 +62,66 @@ FOUND = [
 ]
 
 
+# What the campaign seeded from the ONNX backend suite found (attribute, value and shape mutants of
+# the newer operators), fixed at the root; the kept mutants are tests/assets/fuzz/onnx_*.onnx, each
+# checked by tests/test_fuzz.py.
+FOUND_BACKEND: list[str] = [
+    "NaN constants (a Gemm alpha, a Constant's value, an initializer): written as NAN into the weights file, "
+    "which did not include <math.h>, so the generated C failed to build (it is included now when needed)",
+    "integer attributes out of int32 (an Attention right_window_size or an LpPool kernel_shape of 2^40): "
+    "the C failed to build (-Werror=overflow in the params struct); every int32 params field is now "
+    "range-checked when the lowering makes it (InvalidModelError naming the node and the field)",
+    "ConvTranspose dilations of 2^31 - 1 over a 1000-tap filter: compiled, and the kernel's index "
+    "arithmetic overflowed int32 (UBSan); now InvalidModelError when the dilated filter and the output "
+    "span more than 32-bit indices",
+    "a MaxPool kernel of 2^31 - 1 rows over 32 rows with the seed's declared output shape kept: compiled "
+    "(the declared shape was taken as is), and the generated program looped over 2^31 taps per output "
+    "(a hang); the window pool now checks that each output extent follows from input, kernel, stride, "
+    "dilation and pads",
+    "a 3-D AveragePool with a stride of 2^31 - 1: the kernel's tap positions overflowed int32 (UBSan); the "
+    "window pool now refuses geometries whose positions do not fit 32 bits",
+    "OneHot whose axis changed while the declared output shape was kept: the kernel read indices past their "
+    "tensor (ASan); the output shape must now be the indices' shape with the depth inserted at the axis",
+    "RotaryEmbedding with sin and cos caches of different batch sizes: the kernel walked both with the cos "
+    "cache's strides (ASan); the caches must now have the same shape",
+]
+
+
+def backend_seeds(folder: Path) -> list[Path]:
+    """The ONNX backend suite's applicable cases that nn2c compiles, written to folder as .onnx files."""
+    from tests.onnx_backend_cases import applicable_cases
+
+    from nn2c.api import CompileOptions, compile_model
+    from nn2c.errors import NN2CError
+
+    seeds = []
+    for case in applicable_cases():
+        path = folder / f"{case.name}.onnx"
+        path.write_bytes(case.model.SerializeToString())
+        try:
+            compile_model(path, CompileOptions(plan_time_limit=2.0))
+        except NN2CError:
+            path.unlink()
+            continue
+        seeds.append(path)
+    return seeds
+
+
 def _rows(name: str, result: CampaignResult) -> list[str]:
     errors = ", ".join(f"{k} {v:,}" for k, v in result.errors.most_common()) or "none"
+    executed = f"{result.executed:,} ({result.generated_code_failures})" if result.executed else "-"
     return [f"| {name} | {result.inputs:,} | {result.compiled:,} | {result.rejected:,} ({errors}) | "
-            f"{result.tracebacks} | {result.memory_errors} | {result.hangs} |"]
+            f"{result.tracebacks} | {result.memory_errors} | {result.hangs} | {executed} |"]
+
+
+def _previous_row(fmt: str) -> str | None:
+    """This format's row in the current section (a campaign run with --formats leaving it out)."""
+    text = BENCHMARKS.read_text() if BENCHMARKS.exists() else ""
+    match = re.search(rf"^\| {fmt}( \([^)|]*\))? \|(.*)$", text.split("<!-- begin fuzz -->")[-1], re.M)
+    if not match:
+        return None
+    row = f"| {fmt} (an earlier run) |{match.group(2)}"
+    return row if row.count("|") == 9 else row + " - |"  # rows of runs before the build-and-run column
 
 
 def main() -> int:
@@ -67,38 +130,74 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="folder for failing mutants")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not update BENCHMARKS.md")
+    parser.add_argument("--formats", default="tflite,onnx", help="comma-separated: tflite, onnx (default both)")
+    parser.add_argument("--no-backend-seeds", action="store_true",
+                        help="ONNX seeds: only models/onnx/, not the backend suite's cases")
+    parser.add_argument("--no-execute", action="store_true",
+                        help="do not build and run the ONNX mutants that compile")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # onnxruntime / onnx chatter on hostile models
     warnings.simplefilter("ignore", RuntimeWarning)  # numpy on NaN / inf weights; the error that follows says it
     keep = args.keep or Path(tempfile.mkdtemp(prefix="nn2c_fuzz_failures_"))
-    results = {}
-    for fmt, models in (("TFLite", TFLITE_MODELS), ("ONNX", ONNX_MODELS)):
-        print(f"{fmt}: {len(models)} seeds, {args.seconds:g} s ...", flush=True)
-        results[fmt] = run_campaign(models, seconds=args.seconds, seed=args.seed, keep_failures=keep)
+    formats = {f.strip().lower() for f in args.formats.split(",")}
+    results: dict[str, CampaignResult] = {}
+    onnx_models = list(ONNX_MODELS)
+    with tempfile.TemporaryDirectory(prefix="nn2c_fuzz_seeds_") as seed_dir:
+        if "onnx" in formats and not args.no_backend_seeds:
+            started = time.monotonic()
+            backend = backend_seeds(Path(seed_dir))
+            print(f"{len(backend)} backend cases compile ({time.monotonic() - started:.0f} s)", flush=True)
+            onnx_models += backend
+        execute = None
+        if not args.no_execute:
+            from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+            execute = build_and_run_sanitized
+        for fmt, models, executor in (("TFLite", TFLITE_MODELS, None), ("ONNX", onnx_models, execute)):
+            if fmt.lower() not in formats:
+                continue
+            print(f"{fmt}: {len(models)} seeds, {args.seconds:g} s ...", flush=True)
+            results[fmt] = run_campaign(models, seconds=args.seconds, seed=args.seed, keep_failures=keep,
+                                        execute=executor)
     failures = [f for r in results.values() for f in r.failures]
+    backend_count = len(onnx_models) - len(ONNX_MODELS)
     lines = [
         "## Fuzzing the importers",
         "",
         f"Written by `bench/fuzz.py --seconds {args.seconds:g} --seed {args.seed}` ({args.seconds / 60:g} min per "
-        "format, one process, compiled in-process without the C build, 30 s limit per input, address space "
-        f"capped at 8 GiB). Seeds: the {len(TFLITE_MODELS)} repo .tflite models under 400 KB and the "
-        f"{len(ONNX_MODELS)} ONNX models of `models/onnx/`. TFLite mutants: flatbuffer fields overwritten in place "
+        "format, one process, compiled in-process, 30 s limit per input, address space "
+        f"capped at 8 GiB). Seeds: the {len(TFLITE_MODELS)} repo .tflite models under 400 KB; the "
+        f"{len(ONNX_MODELS)} ONNX models of `models/onnx/`"
+        + (f" and the {backend_count} cases of the ONNX backend node suite that nn2c compiles (generated from the "
+           "installed onnx package)" if backend_count else "")
+        + ". TFLite mutants: flatbuffer fields overwritten in place "
         "(shapes, buffer/tensor indices, scales, zero points, quantization axes, opcode versions). ONNX mutants: "
         "protobuf fields (dims, initializer data and types, node inputs/outputs and cycles, attributes, Reshape "
         "shapes, Q/DQ scales/zero points/axes, opsets and domains, op types, hostile nodes inserted on an edge, "
-        "external data). Both: byte flips and truncation.",
+        "external data), attribute values nudged within their type (ints, floats, strings, lists), initializer "
+        "and Constant values (NaN, inf, limits, out-of-range indices) and plausible input shapes. Both: byte flips "
+        "and truncation. Built and run: ONNX mutants that compiled, built with ASan + UBSan and run on a random "
+        "and 10 extreme records (up to half of the campaign's time; in brackets, those whose generated code "
+        "failed to build, reported or crashed).",
         "",
-        "| format | inputs | compiled | rejected (by nn2c error type) | tracebacks | MemoryErrors | hangs (> 30 s) |",
-        "|---|---|---|---|---|---|---|",
+        "| format | inputs | compiled | rejected (by nn2c error type) | tracebacks | MemoryErrors | hangs (> 30 s) "
+        "| built and run (failed) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for fmt, result in results.items():
-        lines += _rows(fmt, result)
+    for fmt in ("TFLite", "ONNX"):
+        if fmt in results:
+            lines += _rows(fmt, results[fmt])
+        elif (row := _previous_row(fmt)) is not None:
+            lines.append(row)
     if failures:
         kinds = collections.Counter(f.split(" on ")[0] for f in failures)
         lines += ["", "Failures (reproducers in the --keep folder): "
                   + "; ".join(f"{v} x {k}" for k, v in kinds.most_common())]
     lines += ["", "Bugs the ONNX fuzzer found, fixed at the root (a regression test each in `tests/test_fuzz.py`):", ""]
     lines += [f"- {item}" for item in FOUND]
+    if FOUND_BACKEND:
+        lines += ["", "Found by the campaign seeded from the backend suite (kept mutants in `tests/assets/fuzz/`, "
+                  "checked by `tests/test_fuzz.py`):", "", *(f"- {item}" for item in FOUND_BACKEND)]
     text = "\n".join(lines)
     print(text)
     for failure in failures[:50]:

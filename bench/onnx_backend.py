@@ -5,8 +5,11 @@ with tests/test_onnx_backend.py, which runs a fixed subset in CI). Each case run
 process with a 60 s limit; at most two run at once (the CI machines have two cores).
 
 Writes the results section of docs/onnx-backend.md (not with --only: a subset would misreport).
+With --sanitize, each case that compiles is built with ASan + UBSan and run on its inputs and on
+extreme inputs (tests/onnx_backend_sanitize.py); that run writes the sanitizer section instead.
 
     python bench/onnx_backend.py                       # every applicable case, ~10 min on 2 cores
+    python bench/onnx_backend.py --sanitize --jobs 1   # the same under ASan + UBSan, + extreme inputs
     python bench/onnx_backend.py --only conv --no-docs  # cases whose name or operator contains "conv"
     python bench/onnx_backend.py --json results.json   # + one record per case, machine-readable
     python bench/onnx_backend.py --from-json results.json  # the report again, without running
@@ -33,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from report_file import replace_section  # noqa: E402
 from tests.onnx_backend_cases import (  # noqa: E402
     BUG_STATUSES,
+    BUILD_FAILURE,
     CASE_TIMEOUT,
     PASS,
     REFUSED,
@@ -44,23 +48,30 @@ from tests.onnx_backend_cases import (  # noqa: E402
     run_isolated,
     select,
 )
+from tests.onnx_backend_sanitize import FLOAT_EXTREMES, SANITIZER, run_case_sanitized  # noqa: E402
 
 DOC = ROOT / "docs" / "onnx-backend.md"
 SECTION = "onnx-backend"
+SANITIZE_SECTION = "onnx-backend-sanitize"
 MAX_JOBS = 2  # the machines this runs on have two cores, shared
+ALL_BUGS = (*BUG_STATUSES, SANITIZER)
+
+# What the sanitizer run found, fixed at the root; each has a regression test (named here).
+FIXED: list[str] = []
 
 
-def run_all(cases: list[BackendCase], jobs: int) -> Iterator[Outcome]:
+def run_all(cases: list[BackendCase], jobs: int, sanitize: bool = False) -> Iterator[Outcome]:
     """Outcomes in the order the cases finish. Threads only wait here: each case is its own process."""
+    runner = run_case_sanitized if sanitize else None
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(run_isolated, cases)
+        yield from pool.map(lambda case: run_isolated(case, runner=runner), cases)
 
 
-def run_with_progress(cases: list[BackendCase], jobs: int) -> list[Outcome]:
+def run_with_progress(cases: list[BackendCase], jobs: int, sanitize: bool = False) -> list[Outcome]:
     outcomes = []
-    for index, outcome in enumerate(run_all(cases, jobs), 1):
+    for index, outcome in enumerate(run_all(cases, jobs, sanitize), 1):
         outcomes.append(outcome)
-        if outcome.status in BUG_STATUSES:  # the ones the lead must see even in a long log
+        if outcome.status in ALL_BUGS:  # the ones the lead must see even in a long log
             print(f"  {outcome.summary()}", file=sys.stderr)
         if index % 50 == 0 or index == len(cases):
             passed = sum(o.status == PASS for o in outcomes)
@@ -75,6 +86,7 @@ class Run:
     jobs: int
     revision: str  # the nn2c commit it ran at
     complete: bool  # every applicable case (not an --only subset)
+    sanitize: bool = False  # built with ASan + UBSan, run on extreme inputs too
 
     @property
     def passed(self) -> int:
@@ -85,11 +97,12 @@ class Run:
                 f"({100 * self.passed / max(len(self.outcomes), 1):.1f} %) in {self.seconds:.0f} s")
 
 
-def run_cases(cases: list[BackendCase], jobs: int, complete: bool) -> Run:
-    print(f"{len(cases)} cases, {jobs} at a time, {CASE_TIMEOUT:g} s limit each", file=sys.stderr)
+def run_cases(cases: list[BackendCase], jobs: int, complete: bool, sanitize: bool = False) -> Run:
+    print(f"{len(cases)} cases, {jobs} at a time, {CASE_TIMEOUT:g} s limit each"
+          + (", ASan + UBSan" if sanitize else ""), file=sys.stderr)
     started = time.monotonic()
-    outcomes = sorted(run_with_progress(cases, jobs), key=lambda o: o.case)
-    return Run(outcomes, time.monotonic() - started, jobs, git_revision(), complete)
+    outcomes = sorted(run_with_progress(cases, jobs, sanitize), key=lambda o: o.case)
+    return Run(outcomes, time.monotonic() - started, jobs, git_revision(), complete, sanitize)
 
 
 def git_revision() -> str:
@@ -237,12 +250,49 @@ def report(run: Run) -> str:
     return "\n\n".join("\n".join(([title, ""] if title else []) + lines) for title, lines in sections) + "\n"
 
 
+def sanitize_report(run: Run) -> str:
+    """The sanitizer run: cases built, clean, the findings left, the findings fixed."""
+    import onnx
+
+    outcomes = run.outcomes
+    built = [o for o in outcomes if o.status not in (REFUSED, BUILD_FAILURE)]
+    findings = [o for o in outcomes if o.status in ALL_BUGS]
+    statuses = Counter(o.status for o in outcomes)
+    lines = [
+        f"nn2c {run.revision}, onnx {onnx.__version__}, `bench/onnx_backend.py --sanitize`: of the "
+        f"{len(outcomes)} applicable cases, {len(built)} compiled and were built with "
+        "`-fsanitize=address,undefined -fno-sanitize-recover=all` (-O1) and run on their inputs and on "
+        f"up to {len(FLOAT_EXTREMES)} records of extreme inputs (floats "
+        "0, ±3e38, ±inf, NaN, ±1e-40; integers min, max, 0, -1; bools both) plus two records mixing them "
+        "element by element, each record in its own process; mismatches are judged on the case's inputs as in "
+        "the plain run.",
+        "",
+        f"**{len(built) - len(findings)} of {len(built)} built cases are clean** (no sanitizer report, signal, "
+        f"failing status or timeout); {len(findings)} findings. Run time {run.seconds / 60:.1f} min with "
+        f"{run.jobs} case{'s' if run.jobs > 1 else ''} at a time.",
+        "",
+        "| outcome | cases |",
+        "|---|---|",
+        *(f"| {status} | {count} |" for status, count in statuses.most_common()),
+    ]
+    if findings:
+        lines += ["", "| case | operator | outcome | detail |", "|---|---|---|---|",
+                  *(f"| {o.case} | {o.op_type} | {o.status} | {cell(bug_detail(o))} |" for o in findings)]
+    if FIXED:
+        lines += ["", f"Findings of earlier sanitizer runs, fixed at the root ({len(FIXED)}; a regression test each):",
+                  "", *(f"- {item}" for item in FIXED)]
+    else:
+        lines += ["", "Findings fixed: none (no run has had a finding yet)."]
+    return "\n".join(lines) + "\n"
+
+
 def write_json(path: Path, run: Run) -> None:
     import onnx
 
     document = {"nn2c_revision": run.revision, "onnx_version": onnx.__version__,
                 "cases_in_suite": len(all_cases()), "excluded": excluded_counts(),
-                "complete": run.complete, "cases": len(run.outcomes), "passed": run.passed,
+                "complete": run.complete, "sanitize": run.sanitize, "cases": len(run.outcomes),
+                "passed": run.passed,
                 "seconds": round(run.seconds, 1), "jobs": run.jobs,
                 "outcomes": [o.as_dict() for o in run.outcomes]}
     path.write_text(json.dumps(document, indent=1) + "\n")
@@ -251,7 +301,8 @@ def write_json(path: Path, run: Run) -> None:
 def read_json(path: Path) -> Run:
     document = json.loads(path.read_text())
     return Run([Outcome(**record) for record in document["outcomes"]], float(document["seconds"]),
-               int(document["jobs"]), document["nn2c_revision"], bool(document["complete"]))
+               int(document["jobs"]), document["nn2c_revision"], bool(document["complete"]),
+               bool(document.get("sanitize", False)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=MAX_JOBS, help=f"cases at a time (at most {MAX_JOBS})")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every outcome to FILE as JSON")
     parser.add_argument("--no-docs", action="store_true", help=f"do not rewrite {DOC.relative_to(ROOT)}")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="build with ASan + UBSan, run on the cases' inputs and on extreme inputs")
     parser.add_argument("--from-json", type=Path, metavar="FILE",
                         help="run nothing: write the report from an earlier --json FILE")
     args = parser.parse_args(argv)
@@ -267,14 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         run = read_json(args.from_json)
     else:
-        run = run_cases(select(applicable_cases(), args.only), jobs, complete=not args.only)
+        run = run_cases(select(applicable_cases(), args.only), jobs, complete=not args.only,
+                        sanitize=args.sanitize)
     if args.json:
         write_json(args.json, run)
+    text, section = (sanitize_report(run), SANITIZE_SECTION) if run.sanitize else (report(run), SECTION)
     if run.complete and not args.no_docs:
-        replace_section(SECTION, report(run), DOC)
+        replace_section(section, text, DOC)
         print(f"wrote {DOC.relative_to(ROOT)}", file=sys.stderr)
     else:  # a subset would misreport in the docs
-        print(report(run))
+        print(text)
     print(run.pass_line())
     return 0
 

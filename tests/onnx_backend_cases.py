@@ -28,7 +28,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -371,11 +371,16 @@ def _context() -> Any:
     return context
 
 
-def run_isolated(case: BackendCase, timeout: float = CASE_TIMEOUT) -> Outcome:
-    """run_case in a child process: its crash or hang is this case's outcome, not the caller's."""
+Runner = Callable[[BackendCase, Path], Outcome]
+
+
+def run_isolated(case: BackendCase, timeout: float = CASE_TIMEOUT, runner: Runner | None = None) -> Outcome:
+    """runner (default run_case; a module-level function) in a child process: its crash or hang is
+    this case's outcome, not the caller's."""
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child_main, args=(case, sender), name=f"onnx-backend {case.name}")
+    child = context.Process(target=_child_main, args=(case, sender, runner or run_case),
+                            name=f"onnx-backend {case.name}")
     started = time.monotonic()
     child.start()
     sender.close()  # so that the child's death reads as end-of-file here
@@ -409,13 +414,17 @@ def _stop(child: Any) -> None:
     child.join(10)
 
 
-def _child_main(case: BackendCase, sender: Any) -> None:
+def _child_main(case: BackendCase, sender: Any, runner: Runner) -> None:
     os.setpgid(0, 0)  # its own process group, so that a timeout kills the grandchildren too
-    resource.setrlimit(resource.RLIMIT_AS, (CASE_MEMORY_LIMIT, CASE_MEMORY_LIMIT))  # inherited by them
+    # inherited by what it starts; the hard limit is left as it was so that a sanitized program
+    # (tests/onnx_backend_sanitize.py) can lift it for ASan's shadow memory
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = CASE_MEMORY_LIMIT if hard == resource.RLIM_INFINITY else min(CASE_MEMORY_LIMIT, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nn2c_onnx_backend_") as tmp:
         try:
-            outcome = run_case(case, Path(tmp))
+            outcome = runner(case, Path(tmp))
         except Exception as exc:  # not an NN2CError: a compiler bug
             reason, detail = crash_reason(exc)
             outcome = _outcome(case, CRASH, reason, detail)

@@ -1,8 +1,10 @@
 """Bounded fuzz campaigns on mutated real models: every input compiles or ends in one nn2c error.
 
 No traceback, no hang (30 s per input), no MemoryError; 60 s of TFLite mutants and 60 s of ONNX
-mutants (the two tests run in parallel under -n 2). A longer campaign is bench/fuzz.py. The
-regression tests below are the bugs the ONNX campaign found, each reduced to one edit of a seed.
+mutants (the two tests run in parallel under -n 2), and 60 s of mutants of the ONNX backend suite's
+cases, some of which are also built with ASan + UBSan and run on extreme inputs. A longer campaign
+is bench/fuzz.py. The regression tests below are the bugs the ONNX campaign found, each reduced to
+one edit of a seed.
 """
 
 from __future__ import annotations
@@ -45,13 +47,13 @@ def _assert_clean(result, fmt: str, min_inputs: int) -> None:
 
 
 def test_fuzz_campaign_has_no_crash_hang_or_traceback():
-    result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=60, seed=2026)
+    result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=40, seed=2026)
     _assert_clean(result, "tflite", 200)
 
 
 def test_fuzz_campaign_onnx_has_no_crash_hang_or_traceback():
     pytest.importorskip("onnx", reason="SKIPPED LOUDLY: the onnx package is not installed (pip install nn2c[test])")
-    result = run_campaign([model_path(m) for m in ONNX_SEEDS], seconds=60, seed=2026)
+    result = run_campaign([model_path(m) for m in ONNX_SEEDS], seconds=40, seed=2026)
     _assert_clean(result, "onnx", 500)
     assert result.errors["InvalidModelError"] > 0 and result.errors["UnsupportedOpError"] > 0
 
@@ -59,9 +61,12 @@ def test_fuzz_campaign_onnx_has_no_crash_hang_or_traceback():
 def test_fuzz_campaign_onnx_operator_cases_has_no_crash_hang_or_traceback(tmp_path):
     """Seeds: one model per applicable case of the ONNX backend suite (every operator type and
     attribute the suite exercises, including the ones nn2c refuses), so that the mutations reach
-    every converter and lowering, not just the repo's three CNNs."""
+    every converter and lowering, not just the repo's three CNNs. A quarter of the time, accepted
+    mutants are built with ASan + UBSan and run on random and extreme inputs: the generated code
+    must neither report nor crash."""
     pytest.importorskip("onnx", reason="SKIPPED LOUDLY: the onnx package is not installed (pip install nn2c[test])")
     from tests.onnx_backend_cases import applicable_cases
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
 
     seeds = []
     for case in applicable_cases()[::3]:  # every third case: each operator type still appears
@@ -69,8 +74,9 @@ def test_fuzz_campaign_onnx_operator_cases_has_no_crash_hang_or_traceback(tmp_pa
         path.write_bytes(case.model.SerializeToString())
         seeds.append(path)
     assert len({c.op_type for c in applicable_cases()[::3]}) >= 100
-    result = run_campaign(seeds, seconds=60, seed=2027)
-    _assert_clean(result, "onnx", 500)
+    result = run_campaign(seeds, seconds=40, seed=2027, execute=build_and_run_sanitized, execute_share=0.25)
+    _assert_clean(result, "onnx", 400)
+    assert result.executed >= 3, "too few accepted mutants were built and run to mean anything"
 
 
 def test_campaign_reports_per_format_and_keeps_failing_mutants(tmp_path, monkeypatch):
@@ -308,3 +314,50 @@ def test_tflite_fuzzer_finding_fc_bias_of_wrong_length(tmp_path):
     path = Path(__file__).parent / "assets" / "fuzz" / "hello_world_int8_fc_bias_of_1.tflite"
     with pytest.raises(UnsupportedOpError, match=r"op #1 FULLY_CONNECTED .* has 1 values for 16 outputs"):
         compile_model(path)
+
+
+# --- regressions: mutants of ONNX backend cases (bench/fuzz.py seeds them from the suite), kept as found --
+FUZZ_ASSETS = Path(__file__).parent / "assets" / "fuzz"
+
+
+@pytest.mark.parametrize("asset,words", [
+    # Attention right_window_size = 2**40: the C failed to build (-Werror=overflow in the params struct)
+    ("onnx_attention_right_window_2e40.onnx", ["ATTENTION", "right_window = 1099511627776", "32-bit parameter"]),
+    # LpPool kernel_shape [2, 2**40] with the declared output kept: the same build failure (now refused by the
+    # window pool's geometry check before the params struct is made)
+    ("onnx_lppool_kernel_2e40.onnx", ["WINDOW_POOL", "kernel 1099511627776", "does not follow from input 32"]),
+    # ConvTranspose dilations [2**31 - 1, 2] over 1000 taps: compiled, and the kernel's index arithmetic
+    # overflowed int32 (UBSan: signed integer overflow in nn2c_tconv_source)
+    ("onnx_convtranspose_dilation_2e31.onnx", ["TRANSPOSE_CONV", "1000 taps dilated by 2147483647",
+                                               "32-bit indices"]),
+    # MaxPool kernel_shape [2**31 - 1, 2] over 32 rows, the seed's declared output [1, 3, 31, 31] kept: it
+    # compiled, and the generated program looped over 2**31 taps per output (no result within 30 s)
+    ("onnx_maxpool_kernel_2e31_declared_output.onnx", ["WINDOW_POOL", "output extent 31 of spatial dim 0",
+                                                       "kernel 2147483647"]),
+    # a 3-D AveragePool with a stride of 2**31 - 1: the kernel's tap positions overflowed int32 (UBSan)
+    ("onnx_averagepool_stride_2e31.onnx", ["WINDOW_POOL", "stride 2147483647", "32-bit positions"]),
+    # OneHot whose axis became -1 while the declared output [2, 10, 2] was kept: the kernel read 20
+    # indices from a 4-index tensor (ASan: global-buffer-overflow in nn2c_one_hot_index)
+    ("onnx_onehot_axis_declared_output.onnx", ["ONE_HOT", "output shape [2, 10, 2]", "indices' shape [2, 2]"]),
+    # RotaryEmbedding with a sin cache of batch 1 and a cos cache of batch 2: the kernel walked both with
+    # the cos cache's strides (ASan: global-buffer-overflow in nn2c_rotary_embedding_f32)
+    ("onnx_rotary_sin_cache_batch_1.onnx", ["ROTARY_EMBEDDING", "cos cache [2, 3, 4] and sin cache [1, 3, 4]"]),
+])
+def test_backend_mutant_with_out_of_range_attribute_is_one_clean_error(asset, words):
+    pytest.importorskip("onnx")
+    with pytest.raises(InvalidModelError) as info:
+        compile_model(FUZZ_ASSETS / asset)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_backend_mutant_with_nan_constant_builds_and_runs_clean(tmp_path):
+    """RMSNormalization's expanded body with its epsilon Constant set to NaN: a NaN weight was written
+    as NAN in the weights file, which did not include <math.h> (the C failed to build)."""
+    pytest.importorskip("onnx")
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+    result = compile_model(FUZZ_ASSETS / "onnx_rmsnorm_expanded_nan_epsilon.onnx")
+    weights = next(text for name, text in result.files.items() if name.endswith("_weights.c"))
+    assert "NAN" in weights and "#include <math.h>" in weights
+    assert build_and_run_sanitized(result, tmp_path / "out") is None

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nn2c.codegen.cnames import c_float, c_identifier, c_int
-from nn2c.errors import UnsupportedOpError
+from nn2c.errors import InvalidModelError, UnsupportedOpError
 from nn2c.ir import Node, Value, c_type
 from nn2c.target import TARGETS as TARGETS  # re-exported for importers of the old name
 from nn2c.target import Target, get_target
@@ -120,11 +120,23 @@ class EmitContext:
 
     def params_struct(self, ctype: str, fields: dict[str, Any]) -> str:
         """A `static const` struct of kernel parameters; returns an expression of its address."""
+        self._check_field_ranges(fields)
         ident = f"op{len(self.code) - 1}_params"
         if any(p.ident == ident for p in self.params):
             ident = f"{ident}_{len(self.params)}"
         self.params.append(ParamsStruct(ident, ctype, fields))
         return f"&{ident}"
+
+    def _check_field_ranges(self, fields: dict[str, Any]) -> None:
+        """An integer field out of its C type's range is an attribute or shape no kernel can take (a
+        2^40 window or kernel size): one error naming the node, not C that fails -Werror=overflow."""
+        for name, value in fields.items():
+            if name in WIDE_FIELDS:
+                continue
+            for v in _integers(value):
+                if not -(2**31) <= v < 2**31:
+                    raise InvalidModelError(f"{self.node.where()}: {name} = {v} is out of the range of the "
+                                            "kernel's 32-bit parameter (an attribute or a size out of range)")
 
     def scratch(self, nbytes: int) -> str:
         """A scratch buffer live only while this node runs; returns a `void *` placeholder."""
@@ -145,6 +157,23 @@ class EmitContext:
     def statement(self, text: str) -> None:
         assert self._current is not None
         self._current.statements.append(text)
+
+
+# params-struct fields declared wider than int32_t in kernels/*.h: the int64_t rounding constants
+# of the SIMD requantization and the uint32_t Q-format factors of the Signal spectral subtraction;
+# every other integer field is int32_t or narrower (tests/test_onnx_sanitize.py checks the headers)
+WIDE_FIELDS = frozenset({"rounding", "smoothing", "one_minus_smoothing", "alternate_smoothing",
+                         "alternate_one_minus_smoothing", "min_signal_remaining"})
+
+
+def _integers(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | np.integer):
+        return [int(value)]
+    if isinstance(value, list | tuple):
+        return [v for item in value for v in _integers(item)]
+    return []
 
 
 def format_field(value: Any) -> str:

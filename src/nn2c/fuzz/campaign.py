@@ -5,6 +5,12 @@ each mutant is written with its seed's suffix and compiled in-process (no C buil
 successful compile or an NN2CError is a failure: a traceback, a hang (> per_input_limit seconds,
 SIGALRM), a MemoryError (the address space is capped so that a multi-GB allocation fails fast).
 Failing mutants are kept in `keep_failures` to reproduce with `nn2c compile`.
+
+With `execute`, some of the mutants nn2c accepts (default options) are also built and run: the
+callable gets the CompileResult and a scratch folder and returns None, or what went wrong (the
+generated C failed to build, a sanitizer report, a signal, a hang): a crash of the generated code
+on a model nn2c accepted is a failure like a traceback. It gets at most `execute_share` of the
+campaign's time, so that compiling mutants still gets the rest.
 """
 
 from __future__ import annotations
@@ -51,13 +57,18 @@ class FormatResult:
         return sum(1 for f in self.failures if f.startswith("MemoryError"))
 
     @property
+    def generated_code_failures(self) -> int:
+        return sum(1 for f in self.failures if f.startswith("generated code"))
+
+    @property
     def tracebacks(self) -> int:
-        return len(self.failures) - self.hangs - self.memory_errors
+        return len(self.failures) - self.hangs - self.memory_errors - self.generated_code_failures
 
 
 @dataclass
 class CampaignResult(FormatResult):
     formats: dict[str, FormatResult] = field(default_factory=dict)  # "tflite" / "onnx" -> its share
+    executed: int = 0  # accepted mutants built and run (with `execute`)
 
     def record(self, fmt: str, outcome: str, failure: str | None = None) -> None:
         """outcome: "compiled", an nn2c error type name, or "failure" (with its description)."""
@@ -88,9 +99,14 @@ def _on_alarm(signum, frame):
     raise _Timeout
 
 
+Executor = Callable[[Any, Path], "str | None"]  # (CompileResult, scratch folder) -> None or the failure
+
+
 def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_limit: int = 30,
-                 memory_limit: int | None = 8 << 30, keep_failures: Path | None = None) -> CampaignResult:
-    """Mutate `models` round-robin for `seconds`; compile each mutant in-process (no C build)."""
+                 memory_limit: int | None = 8 << 30, keep_failures: Path | None = None,
+                 execute: Executor | None = None, execute_share: float = 0.5) -> CampaignResult:
+    """Mutate `models` round-robin for `seconds`; compile each mutant in-process (no C build unless
+    `execute` is given: then accepted mutants are built and run in up to `execute_share` of the time)."""
     from nn2c.api import CompileOptions, compile_model
 
     mutators = _mutators()
@@ -107,7 +123,9 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, hard))
     previous = signal.signal(signal.SIGALRM, _on_alarm)
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    deadline = started + seconds
+    executing = 0.0  # seconds spent in `execute`
     # alternately the default compile and the row-group search pushed to its limit on SIMD lowerings
     variants = (CompileOptions(plan_time_limit=2.0),
                 CompileOptions(plan_time_limit=2.0, schedule="min-ram", target="cortex-m4"))
@@ -124,8 +142,10 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
                 # blocking CI forever (the mutant is still in `target`)
                 faulthandler.dump_traceback_later(per_input_limit * 4, exit=True, file=sys.stderr)
                 signal.alarm(per_input_limit)
+                variant = result.inputs % len(variants)
+                compiled = None
                 try:
-                    compile_model(target, variants[result.inputs % len(variants)])
+                    compiled = compile_model(target, variants[variant])
                     outcome = "compiled"
                 except NN2CError as exc:
                     outcome = type(exc).__name__
@@ -140,6 +160,14 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
                 finally:
                     signal.alarm(0)
                     faulthandler.cancel_dump_traceback_later()
+                now = time.monotonic()
+                if (compiled is not None and execute is not None and variant == 0
+                        and executing <= execute_share * (now - started)):
+                    problem = execute(compiled, Path(tmp) / "run")
+                    executing += time.monotonic() - now
+                    result.executed += 1
+                    if problem is not None:
+                        failure = f"generated code: {problem} on {path.name} ({what})"
                 if failure is not None:
                     outcome = "failure"
                     if keep_failures is not None:

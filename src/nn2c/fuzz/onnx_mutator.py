@@ -10,7 +10,13 @@ again, so that most mutants still parse and pass onnx.checker and reach nn2c's c
   hostile nodes inserted on an edge (Expand / Tile / ConstantOfShape / Pad / Slice / Gather /
   Split / Resize / ... with huge or out-of-range constant operands);
 - attributes: wrong types, huge values, kernel_shape / strides / dilations 0, negative pads,
-  group 0, axes out of range, invalid perms;
+  group 0, axes out of range, invalid perms; and, keeping the attribute's type, its value nudged
+  (ints and lists by one, negated, zero, huge; floats to 0 / NaN / inf / tiny / huge; strings to
+  another ONNX mode name or garbage; lists one element longer or shorter);
+- initializer and Constant values (same dims and dtype): NaN / inf / huge / zero floats, integers
+  at their dtype's limits, out-of-range indices, one element changed;
+- plausible shapes: a graph input dimension set to 1, 2, one more or less, or doubled, with the
+  declared shapes of the other tensors dropped so that shape inference propagates it;
 - Reshape shape constants with two -1, zeros or huge values;
 - QuantizeLinear / DequantizeLinear: scales 0 / negative / NaN / inf / tiny / huge, zero points
   out of range or of a wrong type or length, quantization axes out of range;
@@ -41,6 +47,16 @@ _ATTRIBUTE_NAMES = ["kernel_shape", "strides", "pads", "dilations", "group", "ax
                     "alpha", "beta", "transA", "transB", "keepdims", "auto_pad", "ceil_mode", "count_include_pad",
                     "to", "min", "max", "value", "split", "starts", "ends", "mode", "noop_with_empty_axes",
                     "training_mode", "block_size", "saturate", "start", "end"]
+# string attribute values of ONNX operators (modes, paddings, directions, activations): a mutant swaps
+# one for another operator's, which the converter must refuse by name
+_STRINGS = ["constant", "reflect", "edge", "wrap", "nearest", "linear", "cubic", "bilinear", "bicubic", "zeros",
+            "border", "reflection", "DCR", "CRD", "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+            "tf_crop_and_resize", "half_pixel_symmetric", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil",
+            "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "tanh", "none", "RIGHT", "LEFT", "forward", "reverse",
+            "bidirectional", "Sigmoid", "Tanh", "Relu", "HardSigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
+            "ScaledTanh", "Elu", "Softsign", "Softplus", "TF", "IDF", "TFIDF", "silu", "swish", "delta", "gated",
+            "stretch", "not_larger", "not_smaller", "RGB", "BGR", "Grayscale", "", "x" * 300, "\xff\xfe",
+            "linear\0nearest"]
 _EXTERNAL_LOCATIONS = ["/etc/passwd", "../../../../../../etc/passwd", "weights.bin", "mutant.onnx", ".", "",
                        "/proc/self/mem", "..", "sub/../../x.bin"]
 
@@ -219,6 +235,129 @@ def _attribute(model: Any, rng: np.random.Generator) -> str | None:
         value = [0]
     node.attribute.append(helper.make_attribute(name, value))
     return f"{node.op_type} {node.name} attribute {name} = {value!r}"[:160]
+
+
+def _nudged_int(value: int, rng: np.random.Generator) -> int:
+    return int(_pick(rng, [value + 1, value - 1, -value, 0, -1, 2 * value + 1, 2**31 - 1, -(2**31), 2**40,
+                           int(rng.integers(-8, 9))]))
+
+
+def _nudged_float(value: float, rng: np.random.Generator) -> float:
+    return float(_pick(rng, [0.0, -value, value * 1e6, value * 1e-6, float("nan"), float("inf"), float("-inf"),
+                             1e-45, 3e38, -1.0, value + 1.0]))
+
+
+def _nudged_list(values: list, nudge: Callable[[Any, np.random.Generator], Any], rng: np.random.Generator) -> list:
+    values = list(values)
+    what = rng.random()
+    if what < 0.5 and values:
+        k = int(rng.integers(0, len(values)))
+        values[k] = nudge(values[k], rng)
+    elif what < 0.7 and values:
+        del values[int(rng.integers(0, len(values)))]
+    elif what < 0.9:
+        values.append(_pick(rng, values) if values else nudge(1, rng))
+    else:
+        values = [nudge(v, rng) for v in values]
+    return values
+
+
+def _attribute_value(model: Any, rng: np.random.Generator) -> str | None:
+    """One existing attribute's value changed within its type (the attribute space the converters check)."""
+    from onnx import AttributeProto
+
+    attributes = [(n, a) for n in model.graph.node for a in n.attribute
+                  if a.type in (AttributeProto.INT, AttributeProto.FLOAT, AttributeProto.STRING, AttributeProto.INTS,
+                                AttributeProto.FLOATS, AttributeProto.STRINGS)]
+    if not attributes:
+        return None
+    node, attr = _pick(rng, attributes)
+    if attr.type == AttributeProto.INT:
+        attr.i = _nudged_int(attr.i, rng)
+        value: Any = attr.i
+    elif attr.type == AttributeProto.FLOAT:
+        attr.f = _nudged_float(attr.f, rng)
+        value = attr.f
+    elif attr.type == AttributeProto.STRING:
+        attr.s = str(_pick(rng, _STRINGS)).encode("utf-8", "surrogateescape")
+        value = attr.s
+    elif attr.type == AttributeProto.INTS:
+        value = _nudged_list(list(attr.ints), _nudged_int, rng)
+        del attr.ints[:]
+        attr.ints.extend(value)
+    elif attr.type == AttributeProto.FLOATS:
+        value = _nudged_list(list(attr.floats), _nudged_float, rng)
+        del attr.floats[:]
+        attr.floats.extend(value)
+    else:
+        value = _nudged_list(list(attr.strings), lambda _, r: str(_pick(r, _STRINGS)).encode(), rng)
+        del attr.strings[:]
+        attr.strings.extend(value)
+    return f"{node.op_type} {node.name} attribute {attr.name} = {value!r}"[:160]
+
+
+def _constant_tensors(model: Any) -> list[Any]:
+    """The initializers and the tensors of Constant / ConstantOfShape nodes."""
+    from onnx import AttributeProto
+
+    tensors = list(model.graph.initializer)
+    for node in model.graph.node:
+        tensors += [a.t for a in node.attribute if a.type == AttributeProto.TENSOR]
+    return tensors
+
+
+def _initializer_values(model: Any, rng: np.random.Generator) -> str | None:
+    """A constant's values changed with its dims and dtype kept: what a converter reads as weights,
+    axes, indices, shapes, scales or bounds."""
+    from onnx import numpy_helper
+
+    tensors = [t for t in _constant_tensors(model) if t.data_location != 1]  # not external
+    if not tensors:
+        return None
+    tensor = _pick(rng, tensors)
+    try:
+        array = numpy_helper.to_array(tensor).copy()
+    except (ValueError, TypeError, KeyError):  # an earlier mutation broke it, or a dtype numpy lacks
+        return None
+    if array.dtype.kind not in "fiub" or array.size == 0 or array.size > 1 << 20:
+        return None
+    flat = array.reshape(-1)
+    everywhere = rng.random() < 0.3
+    index = slice(None) if everywhere else int(rng.integers(0, flat.size))
+    if array.dtype.kind == "f":
+        value: Any = _pick(rng, [np.nan, np.inf, -np.inf, 0.0, 3e38, -3e38, 1e-45, -1.0, 1e6, 0.5])
+    elif array.dtype.kind == "b":
+        value = bool(rng.integers(0, 2))
+    else:
+        info = np.iinfo(array.dtype)
+        dim = max(array.shape or (1,))
+        value = int(_pick(rng, [info.min, info.max, 0, -1, 1, dim, -dim - 1, 2 * dim + 7, int(rng.integers(-9, 10))]))
+        value = min(max(value, int(info.min)), int(info.max))
+    flat[index] = value
+    name = tensor.name
+    tensor.CopyFrom(numpy_helper.from_array(array, name))
+    where = "every value" if everywhere else f"value {index}"
+    return f"constant {name!r} {where} = {value!r}"[:160]
+
+
+def _plausible_shape(model: Any, rng: np.random.Generator) -> str | None:
+    """A graph input dimension changed to a plausible value, the other declared shapes dropped, so
+    that the model is still consistent and reaches the converters and kernels with a new shape."""
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers and i.type.tensor_type.shape.dim]
+    if not inputs:
+        return None
+    info = _pick(rng, inputs)
+    dims = info.type.tensor_type.shape.dim
+    k = int(rng.integers(0, len(dims)))
+    old = dims[k].dim_value
+    dims[k].dim_value = int(_pick(rng, [1, 2, 3, max(old - 1, 1), old + 1, 2 * old, 17]))
+    del model.graph.value_info[:]
+    for output in model.graph.output:
+        if rng.random() < 0.9:  # unknown dims: shape inference fills them in
+            for j, dim in enumerate(output.type.tensor_type.shape.dim):
+                dim.dim_param = f"{output.name}_{j}"
+    return f"input {info.name} dim {k}: {old} -> {dims[k].dim_value}"
 
 
 def _drop_attribute(model: Any, rng: np.random.Generator) -> str | None:
@@ -442,12 +581,14 @@ MUTATIONS: dict[str, Callable[[Any, np.random.Generator], str | None]] = {
     "initializer.data": _initializer_data, "node.input": _node_input, "node.output": _node_output,
     "attribute": _attribute, "attribute.drop": _drop_attribute, "shape_constant": _shape_constant,
     "qparams": _qparams, "opset": _opset, "op_type": _op_type, "structure": _structure, "insert": _insert,
-    "external_data": _external_data,
+    "external_data": _external_data, "attribute.value": _attribute_value,
+    "initializer.values": _initializer_values, "shape.plausible": _plausible_shape,
 }
 # how often each kind is chosen: the kinds that reach the converters most are the most frequent
 _WEIGHTS = {"dims": 3, "value_info": 1, "initializer.dims": 2, "initializer.data": 2, "node.input": 2,
             "node.output": 1, "attribute": 4, "attribute.drop": 1, "shape_constant": 2, "qparams": 3, "opset": 1,
-            "op_type": 2, "structure": 1, "insert": 4, "external_data": 1}
+            "op_type": 2, "structure": 1, "insert": 4, "external_data": 1, "attribute.value": 5,
+            "initializer.values": 4, "shape.plausible": 3}
 _KINDS = list(MUTATIONS)
 _P = np.array([_WEIGHTS[k] for k in _KINDS], dtype=np.float64) / sum(_WEIGHTS.values())
 

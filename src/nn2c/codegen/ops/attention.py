@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
 
 
@@ -142,6 +143,9 @@ def rotary_embedding(node: Node, ctx: EmitContext) -> None:
     rotary = int(node.attrs.get("rotary_dim", 0)) or x.features
     if rotary % 2 or not 0 < rotary <= x.features:
         raise ctx.unsupported(f"rotary_embedding_dim {rotary} must be even and at most the head size {x.features}")
+    if cos.type.shape != sin.type.shape:  # the kernel walks both with the cos cache's strides
+        raise InvalidModelError(f"{node.where()}: cos cache {list(cos.type.shape)} and sin cache "
+                                f"{list(sin.type.shape)} differ in shape")
     for cache in (cos, sin):
         shape = list(cache.type.shape)
         if len(shape) != 3 or shape[0] not in (1, x.batch) or shape[1:] != [x.rows, rotary // 2]:

@@ -37,6 +37,7 @@ from nn2c.codegen.ops.common import (
     scale,
     zero_point,
 )
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier
 
@@ -187,6 +188,12 @@ def _tconv_geometry(ctx: EmitContext, node: Node, x: Value, w: Value, out: Value
             raise ctx.unsupported(f"padding {padding!r} is not SAME or VALID")
         pad_h = _leading_pad(padding, stride_h, out_h, filter_h)
         pad_w = _leading_pad(padding, stride_w, out_w, filter_w)
+    for name, (out_size, pad, taps, dilation) in {"height": (out_h, pad_h, filter_h, dilation_h),
+                                                  "width": (out_w, pad_w, filter_w, dilation_w)}.items():
+        # the kernel forms o + pad - f * dilation in int32 (nn2c_tconv_source)
+        if (taps - 1) * dilation + abs(pad) + out_size >= 2**31:
+            raise InvalidModelError(f"{node.where()}: a filter of {taps} taps dilated by {dilation} over an output "
+                                    f"{name} of {out_size} spans more than the kernel's 32-bit indices")
     geometry = {"batches": batches, "in_h": in_h, "in_w": in_w, "in_c": in_c, "out_h": out_h, "out_w": out_w,
                 "out_c": out_c, "filter_h": filter_h, "filter_w": filter_w, "stride_h": stride_h,
                 "stride_w": stride_w, "dilation_h": dilation_h, "dilation_w": dilation_w,

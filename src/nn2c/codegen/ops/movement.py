@@ -31,6 +31,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext, format_field
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value, c_type, dtype_bytes
 from nn2c.quant.fixedpoint import quantize_multiplier_smaller_than_one
 from nn2c.reference.movement import (
@@ -533,6 +534,11 @@ def one_hot(node: Node, ctx: EmitContext) -> None:
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
         raise ctx.unsupported(f"axis {node.attrs.get('axis')} is out of range for a rank-{rank} output")
+    expected = list(indices.type.shape)
+    expected.insert(axis, out.type.shape[axis])
+    if list(out.type.shape) != expected:  # a declared output shape the kernel would read indices past
+        raise InvalidModelError(f"{node.where()}: output shape {list(out.type.shape)} is not the indices' shape "
+                                f"{list(indices.type.shape)} with the depth inserted at axis {axis}")
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("movement")

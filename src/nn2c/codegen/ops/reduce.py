@@ -19,6 +19,7 @@ WINDOW_POOL, as TFLite Micro (kernels/nn2c_reduce.c; MEAN / SUM / REDUCE_MAX are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 from typing import Any
 
@@ -28,6 +29,7 @@ from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import float_activation_range, scale, zero_point
 from nn2c.codegen.ops.pool import _reduce_fields, _resolved_axes, pool_geometry
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
 
 _SUFFIX = {"float32": "f32", "int8": "s8", "uint8": "u8", "int16": "s16", "int32": "s32", "bool": "b"}
@@ -185,6 +187,26 @@ def _window_list(ctx: EmitContext, node: Node, name: str, count: int, default: i
     return values
 
 
+def _check_window_geometry(node: Node, in_sizes: Sequence[int], out_sizes: Sequence[int], kernel: list[int],
+                           strides: list[int], dilations: list[int], pads: list[int]) -> None:
+    """Each output extent must be what the window gives, rounded down or (ceil_mode) up, with at least
+    one whole window in the padded input: a declared output shape that disagrees (a kernel of 2^31 - 1
+    taps over 32 rows claimed to give 31) made the kernel loop over taps for minutes."""
+    count = len(kernel)
+    for d, (size, out_size) in enumerate(zip(in_sizes, out_sizes, strict=True)):
+        extent = dilations[d] * (kernel[d] - 1) + 1
+        span = size + pads[d] + pads[count + d] - extent
+        if span < 0 or out_size not in (span // strides[d] + 1, -(-span // strides[d]) + 1):
+            raise InvalidModelError(
+                f"{node.where()}: output extent {out_size} of spatial dim {d} does not follow from input {size}, "
+                f"kernel {kernel[d]}, stride {strides[d]}, dilation {dilations[d]} and pads "
+                f"{pads[d]}/{pads[count + d]}")
+        if (out_size - 1) * strides[d] + extent + size + pads[d] + pads[count + d] >= 2**31:
+            # nn2c_window_pos forms o * stride - pad + t * dilation in int32
+            raise InvalidModelError(f"{node.where()}: stride {strides[d]}, kernel {kernel[d]} and dilation "
+                                    f"{dilations[d]} over {out_size} outputs exceed the kernel's 32-bit positions")
+
+
 @lowering("WINDOW_POOL")
 def window_pool(node: Node, ctx: EmitContext) -> None:
     x, out = _io(node, ctx)
@@ -209,6 +231,7 @@ def window_pool(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("pooling kernel, strides and dilations must be positive and pads not negative")
     if x.type.shape[:2] != out.type.shape[:2]:
         raise ctx.unsupported(f"output {list(out.type.shape)} does not keep the input's N, C")
+    _check_window_geometry(node, x.type.shape[2:], out.type.shape[2:], kernel, strides, dilations, pads)
     lead = [1] * (_WINDOW_DIMS - count)
     p = float(node.attrs.get("p", 2.0))
     if mode == "lp" and not p > 0:
