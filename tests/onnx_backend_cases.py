@@ -38,6 +38,7 @@ import numpy as np
 from nn2c.api import CompileOptions, compile_model
 from nn2c.errors import BuildError, NN2CError
 from nn2c.ir import Graph
+from nn2c.result import CompileResult
 from nn2c.verify.build import build, run
 from nn2c.verify.compare import compare_arrays
 from nn2c.verify.onnx_oracle import from_model_layout
@@ -232,8 +233,8 @@ def select(cases: Iterable[BackendCase], substring: str | None) -> list[BackendC
 
 
 # --- running one case in this process -------------------------------------------------------------
-def run_case(case: BackendCase, workdir: Path) -> Outcome:
-    """Compile, build and run one case in workdir and judge the outputs; a non-nn2c exception escapes."""
+def compile_case(case: BackendCase, workdir: Path) -> CompileResult | Outcome:
+    """The case compiled and written to workdir/model, or its refusal as an outcome."""
     path = workdir / "model.onnx"
     path.write_bytes(case.model.SerializeToString())
     try:
@@ -242,12 +243,24 @@ def run_case(case: BackendCase, workdir: Path) -> Outcome:
     except NN2CError as exc:
         message = _first_line(exc).replace(f"{path}: ", "")  # the temporary path says nothing
         return _outcome(case, REFUSED, refusal_reason(exc), f"{type(exc).__name__}: {message}")
+    return result
+
+
+def build_failure(case: BackendCase, exc: BuildError) -> Outcome:
+    error = _compiler_error(exc)
+    return _outcome(case, BUILD_FAILURE, "C compiler: " + re.sub(r"^.*?error: ", "", error), error)
+
+
+def run_case(case: BackendCase, workdir: Path) -> Outcome:
+    """Compile, build and run one case in workdir and judge the outputs; a non-nn2c exception escapes."""
+    result = compile_case(case, workdir)
+    if isinstance(result, Outcome):
+        return result
     graph = result.graph
     try:
         exe = build(workdir / "model", workdir / "runner")
     except BuildError as exc:
-        error = _compiler_error(exc)
-        return _outcome(case, BUILD_FAILURE, "C compiler: " + re.sub(r"^.*?error: ", "", error), error)
+        return build_failure(case, exc)
     try:
         records = [to_graph_layout(graph, [_array(a) for a in case.inputs])]
         ours = run(exe, records, graph.inputs, graph.outputs, timeout=CASE_TIMEOUT)[0]

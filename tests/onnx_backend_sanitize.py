@@ -23,26 +23,24 @@ from pathlib import Path
 
 import numpy as np
 
-from nn2c.api import CompileOptions, CompileResult, compile_model
-from nn2c.errors import BuildError, NN2CError
+from nn2c.api import CompileResult
+from nn2c.errors import BuildError
 from nn2c.ir import Graph, Value, numpy_dtype
 from nn2c.verify.build import WARNING_FLAGS, c_compiler, c_sources
 from nn2c.verify.inputs import random_records
 from nn2c.verify.onnx_oracle import from_model_layout
 from tests.c_safety import SANITIZE_FLAGS
 from tests.onnx_backend_cases import (
-    BUILD_FAILURE,
     CASE_MEMORY_LIMIT,
     CASE_TIMEOUT,
-    REFUSED,
     BackendCase,
     Outcome,
     _array,
     _compiler_error,
-    _first_line,
     _outcome,
+    build_failure,
+    compile_case,
     judge_outputs,
-    refusal_reason,
     to_graph_layout,
 )
 
@@ -176,20 +174,14 @@ def sanitizer_reason(summary: str) -> str:
 
 def run_case_sanitized(case: BackendCase, workdir: Path) -> Outcome:
     """Compile; build with ASan + UBSan; run the case's inputs (judged) and the extreme records."""
-    path = workdir / "model.onnx"
-    path.write_bytes(case.model.SerializeToString())
-    try:
-        result = compile_model(path, CompileOptions(name="model"))
-        result.write(workdir / "model", force=True)
-    except NN2CError as exc:
-        message = _first_line(exc).replace(f"{path}: ", "")
-        return _outcome(case, REFUSED, refusal_reason(exc), f"{type(exc).__name__}: {message}")
+    result = compile_case(case, workdir)
+    if isinstance(result, Outcome):
+        return result
     graph = result.graph
     try:
         exe = build_sanitized(workdir / "model", workdir / "runner")
     except BuildError as exc:
-        error = _compiler_error(exc)
-        return _outcome(case, BUILD_FAILURE, "C compiler: " + re.sub(r"^.*?error: ", "", error), error)
+        return build_failure(case, exc)
     records = [("the case's inputs", to_graph_layout(graph, [_array(a) for a in case.inputs]))]
     records += extreme_records(graph.inputs, seed=zlib.crc32(case.name.encode()))
     judged = None

@@ -173,18 +173,21 @@ def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], ste
              inplace: bool, time_limit: float) -> tuple[int, int]:
     """Arena bytes of these steps as the exact planner places them, and the bytes its relocations
     move per inference."""
-    by_node = {id(c.node): c.scratch for c in codes}
-    scratch = [s.scratch if isinstance(s, RowGroup) else by_node[id(s)] for s in steps]
-    buffers, plan, _ = plan_buffers(graph, aliases, scratch, steps, inplace, "exact", time_limit, inplace)
+    buffers, plan, _ = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, "exact", time_limit,
+                                    inplace)
     moved = sum(r.size for r in buffers.relocations if plan.offsets[r.before] != plan.offsets[r.buffer])
     return plan.arena_bytes, moved
 
 
 def _buffers(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
              inplace: bool) -> Buffers:
+    return analyse(graph, aliases, _scratch(codes, steps), inplace=inplace, steps=steps)
+
+
+def _scratch(codes: list[NodeCode], steps: list[Node | RowGroup]) -> list[list[int]]:
+    """Each step's scratch buffers: a row group's own, an operator's from its lowering."""
     by_node = {id(c.node): c.scratch for c in codes}
-    scratch = [s.scratch if isinstance(s, RowGroup) else by_node[id(s)] for s in steps]
-    return analyse(graph, aliases, scratch, inplace=inplace, steps=steps)
+    return [s.scratch if isinstance(s, RowGroup) else by_node[id(s)] for s in steps]
 
 
 def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:

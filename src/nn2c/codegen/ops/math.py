@@ -18,6 +18,7 @@ ONNX brings integer ABS / NEG / SIGN (two's-complement kernels) and POW with int
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -232,15 +233,15 @@ def _rsqrt_table(ctx: EmitContext, x: Value, out: Value) -> np.ndarray:
     return np.array(table, dtype=np.int8)
 
 
-def _elu_table(ctx: EmitContext, x: Value, out: Value) -> np.ndarray:
+def _float_lut(ctx: EmitContext, x: Value, out: Value, f: Callable[[np.float32], np.float32]) -> np.ndarray:
+    """TFLite's LUTPopulate for int8: f of each dequantized input in float32, requantized with
+    round-half-away and clamped (an infinite result saturates)."""
     _per_tensor(ctx, x, out)
     s_in, inverse = np.float32(scale(x)), np.float32(1.0) / np.float32(scale(out))
     zp_in, zp_out = zero_point(x), zero_point(out)
     table = []
     for q in range(-128, 128):
-        d = np.float32(s_in * np.float32(q - zp_in))
-        f = np.float32(np.float32(math.exp(float(d))) - np.float32(1.0)) if d < 0 else d
-        rescaled = float(np.float32(f * inverse))
+        rescaled = float(np.float32(f(np.float32(s_in * np.float32(q - zp_in))) * inverse))
         if not math.isfinite(rescaled):
             table.append(127 if rescaled > 0 else -128)
             continue
@@ -249,24 +250,21 @@ def _elu_table(ctx: EmitContext, x: Value, out: Value) -> np.ndarray:
     return np.array(table, dtype=np.int8)
 
 
+def _elu_table(ctx: EmitContext, x: Value, out: Value) -> np.ndarray:
+    return _float_lut(ctx, x, out, lambda d: np.float32(np.float32(math.exp(float(d))) - np.float32(1.0))
+                      if d < 0 else d)
+
+
 def _gelu_table(ctx: EmitContext, x: Value, out: Value, approximate: str) -> np.ndarray:
-    """TFLite's int8 GELU (kernels/gelu.cc): LUTPopulate of 0.5 x erfc(-x / sqrt 2), or of the tanh
-    approximation, evaluated in float32 as the kernel does."""
-    _per_tensor(ctx, x, out)
-    s_in, inverse = np.float32(scale(x)), np.float32(1.0) / np.float32(scale(out))
-    zp_in, zp_out = zero_point(x), zero_point(out)
-    table = []
-    for q in range(-128, 128):
-        d = np.float32(s_in * np.float32(q - zp_in))
+    """TFLite's int8 GELU (kernels/gelu.cc): 0.5 x erfc(-x / sqrt 2), or the tanh approximation."""
+
+    def gelu(d: np.float32) -> np.float32:
         if approximate == "tanh":
             inner = np.float32(np.float32(math.sqrt(2.0 / math.pi)) * np.float32(d + np.float32(0.044715) * d * d * d))
-            f = np.float32(np.float32(0.5) * d * np.float32(np.float32(1.0) + np.float32(math.tanh(float(inner)))))
-        else:
-            f = np.float32(np.float32(0.5) * d * np.float32(math.erfc(float(np.float32(-d * np.float32(math.sqrt(0.5)))))))
-        rescaled = float(np.float32(f * inverse))
-        quantized = float(np.float32(np.float32(round_half_away(rescaled)) + np.float32(zp_out)))
-        table.append(min(max(int(quantized), -128), 127))
-    return np.array(table, dtype=np.int8)
+            return np.float32(np.float32(0.5) * d * np.float32(np.float32(1.0) + np.float32(math.tanh(float(inner)))))
+        return np.float32(np.float32(0.5) * d * np.float32(math.erfc(float(np.float32(-d * np.float32(math.sqrt(0.5)))))))
+
+    return _float_lut(ctx, x, out, gelu)
 
 
 @lowering("IS_NAN", "IS_INF")
