@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml
 $(TF_VENV)/.installed:
 	python3 -m venv $(TF_VENV)
 	$(TF_VENV)/bin/python -m pip install --quiet $(TF_PINS)
+	$(TF_VENV)/bin/python -m pip install --quiet --no-deps tf-keras==2.21.0  # Keras 2 (its tensorflow dependency is tensorflow-cpu here)
 	touch $@
 
 tf-venv: $(TF_VENV)/.installed  ## tensorflow for the Keras zoo test (about 35 s, 320 MB download)

@@ -1,4 +1,4 @@
-"""nn2c's side of the Keras 3 zoo: convert it (tests/keras_zoo_build.py, run by tensorflow's Python),
+"""nn2c's side of the Keras zoo: convert it (tests/keras_zoo_build.py, run by tensorflow's Python),
 then compile each .tflite, build it, run it on seeded inputs and compare with TFLite Micro.
 
 Shared by tests/test_keras_zoo.py (a subset, in CI) and bench/keras_zoo.py (everything, the table in

@@ -1,4 +1,4 @@
-"""Build the Keras 3 zoo and convert it with the TFLite converter, as users export their models.
+"""Build the Keras zoo and convert it with the TFLite converter, as users export their models.
 
 Run by the Python of a venv with tensorflow-cpu (not nn2c's: tensorflow pins clash with it):
 
@@ -15,18 +15,25 @@ BatchNormalization statistics measured on a calibration batch) at a small input 
   microcontroller export; mobilenet_v2 also with float input and output (int8_float_io: int8
   inside, QUANTIZE / DEQUANTIZE at the ends, the converter's default I/O).
 Keras 3 writes GRU and LSTM layers as TFLite WHILE loops (no fused LSTM kernel); the zoo has them so
-and with unroll=True (straight-line steps), the usual way to get them onto a microcontroller.
+and with unroll=True (straight-line steps), the usual way to get them onto a microcontroller. The
+int8 conversion of the loops crashes the converter (TF 2.14 and later: the calibrator reads a WHILE
+output that the loop freed, tensorflow/tensorflow issues #62281 and #75140; a frozen concrete function
+with a fixed input signature and Keras 2 GRUs crash the same way). Keras 2 (the `tf_keras`
+package, as TFLite Micro users export int8 LSTMs) has the converter fuse an LSTM layer into the
+UNIDIRECTIONAL_SEQUENCE_LSTM builtin, which quantizes: lstm_fused_20x8 is that model.
 TFLite Micro has no GELU kernel, so the transformer is there also with a ReLU MLP that TFLM can judge.
-Conversions run in a child process: the converter can crash (TF 2.21 segfaults calibrating Keras
-GRU / LSTM loops), and a crash is then one failed row; a new child goes on with the rest.
+Conversions run in a child process: the converter can crash, and a crash is then one failed row; a
+new child goes on with the rest.
 OUT_DIR/manifest.json lists every conversion (file or the converter's error, settings, seconds) and
-the tensorflow / keras versions; tests/test_keras_zoo.py and bench/keras_zoo.py read it. This file
+the tensorflow / keras / tf_keras versions; tests/test_keras_zoo.py and bench/keras_zoo.py read it. This file
 imports nothing of nn2c (it runs in the tensorflow venv).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import json
 import os
 import re
@@ -51,6 +58,9 @@ INT8_SETTINGS = (f"Optimize.DEFAULT, {REPRESENTATIVE_SAMPLES} seeded representat
 INT8_FLOAT_IO_SETTINGS = (f"Optimize.DEFAULT, {REPRESENTATIVE_SAMPLES} seeded representative inputs, "
                           "TFLITE_BUILTINS_INT8, float input and output")
 VARIANTS = {"float": FLOAT_SETTINGS, "int8": INT8_SETTINGS, "int8_float_io": INT8_FLOAT_IO_SETTINGS}
+# the int8 conversion of a Keras loop (GRU / LSTM as a WHILE) segfaults in the calibrator since TF 2.14
+WHILE_CALIBRATION_CRASH = "upstream: tensorflow/tensorflow issues #62281, #75140"
+TF_KERAS_PIN = "tf-keras==2.21.0"  # Keras 2, matching tensorflow-cpu 2.21.0 (make tf-venv installs it)
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,8 @@ class KerasModel:
     build: Callable[[Any, Any], Any]  # (keras, input tensor) -> keras.Model
     sample: str = "normal"  # the representative data: "normal", "unit" (-1..1) or "pixels" (0..255)
     variants: tuple[str, ...] = ("float", "int8")
+    framework: str = "keras"  # the module that builds it: "keras" (Keras 3) or "tf_keras" (Keras 2)
+    known_issue: str = ""  # the upstream bug behind a converter failure of this model, if it fails
 
 
 # --- the architectures (keras is passed in: this module is imported without tensorflow too) ------
@@ -126,7 +138,8 @@ def gru(keras: Any, x: Any, unroll: bool = False) -> Any:
 
 
 def lstm(keras: Any, x: Any, unroll: bool = False) -> Any:
-    """Keras 3's LSTM has no fused TFLite kernel either (TF 2.21): a WHILE loop, or unrolled steps."""
+    """Keras 3's LSTM has no fused TFLite kernel either (TF 2.21): a WHILE loop, or unrolled steps.
+    Built with Keras 2 (tf_keras), the converter fuses each layer into UNIDIRECTIONAL_SEQUENCE_LSTM."""
     layers = keras.layers
     h = layers.LSTM(16, return_sequences=True, unroll=unroll)(x)
     return keras.Model(x, layers.Dense(4, activation="softmax")(layers.LSTM(12, unroll=unroll)(h)))
@@ -162,10 +175,11 @@ ZOO = [
     KerasModel("resnet8_32", "keras.layers", (32, 32, 3), resnet8),
     KerasModel("transformer_16x24", "keras.layers", (16, 24), tiny_transformer),
     KerasModel("transformer_relu_16x24", "keras.layers", (16, 24), tiny_transformer_relu),
-    KerasModel("gru_20x8", "keras.layers", (20, 8), gru),
-    KerasModel("lstm_20x8", "keras.layers", (20, 8), lstm),
+    KerasModel("gru_20x8", "keras.layers", (20, 8), gru, known_issue=WHILE_CALIBRATION_CRASH),
+    KerasModel("lstm_20x8", "keras.layers", (20, 8), lstm, known_issue=WHILE_CALIBRATION_CRASH),
     KerasModel("gru_unrolled_20x8", "keras.layers", (20, 8), gru_unrolled),
     KerasModel("lstm_unrolled_20x8", "keras.layers", (20, 8), lstm_unrolled),
+    KerasModel("lstm_fused_20x8", "tf_keras.layers (Keras 2)", (20, 8), lstm, framework="tf_keras"),
     KerasModel("tcn_conv1d_49x10", "keras.layers", (49, 10), tcn_conv1d),
 ]
 BY_NAME = {m.name: m for m in ZOO}
@@ -208,10 +222,21 @@ def _samples(entry: KerasModel, count: int, seed: int) -> list[Any]:
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
 
 
+def _framework(name: str) -> Any:
+    """keras or tf_keras (which an older tensorflow venv may lack: the row then says how to add it)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if name == "tf_keras":
+            raise ModuleNotFoundError(f"no tf_keras in the tensorflow venv: `pip install --no-deps {TF_KERAS_PIN}` "
+                                      "into it, or remake it with `make tf-venv`") from exc
+        raise
+
+
 def _build(entry: KerasModel) -> Any:
-    import keras
     import numpy as np
 
+    keras = _framework(entry.framework)
     keras.utils.set_random_seed(SEED)
     model = entry.build(keras, keras.Input(entry.input_shape, batch_size=1))
     calibration = np.concatenate(_samples(entry, NORMALIZATION_SAMPLES, SEED + 2))
@@ -252,8 +277,13 @@ def convert_pairs(out: Path, pairs: list[tuple[str, str]]) -> None:
     import keras
     import tensorflow as tf
 
-    versions = {"tensorflow": tf.__version__, "keras": keras.__version__, "python": sys.version.split()[0]}
-    (out / "versions.json").write_text(json.dumps(versions))
+    versions_file = out / "versions.json"  # an earlier child's, when the converter crashed in it
+    versions = json.loads(versions_file.read_text()) if versions_file.exists() else {}
+    versions.update(tensorflow=tf.__version__, keras=keras.__version__, python=sys.version.split()[0])
+    if any(BY_NAME[name].framework == "tf_keras" for name, _ in pairs):
+        with contextlib.suppress(ModuleNotFoundError):  # those rows say so
+            versions["tf_keras"] = importlib.import_module("tf_keras").__version__
+    versions_file.write_text(json.dumps(versions))
     built: dict[str, Any] = {}
     for name, variant in pairs:
         status_file = _status_file(out, name, variant)
@@ -323,9 +353,11 @@ def build_all(out: Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     for name, variant in pairs:
         entry = BY_NAME[name]
         row: dict[str, Any] = {"model": name, "variant": variant, "source": entry.source,
-                               "input_shape": [1, *entry.input_shape], "input_sample": entry.sample,
-                               "settings": VARIANTS[variant]}
+                               "framework": entry.framework, "input_shape": [1, *entry.input_shape],
+                               "input_sample": entry.sample, "settings": VARIANTS[variant]}
         row.update(outcomes[(name, variant)])
+        if row["status"] != "ok" and entry.known_issue:
+            row["known_issue"] = entry.known_issue
         row["file"] = f"{name}_{variant}.tflite" if row["status"] == "ok" else None
         manifest["models"].append(row)
     versions = out / "versions.json"  # written by the children
