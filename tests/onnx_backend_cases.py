@@ -147,8 +147,8 @@ def _base_name(name: str) -> str:
 def exclusion_reason(case: BackendCase) -> str | None:
     """Why nn2c is not meant to run this case (None: it is applicable).
 
-    nn2c compiles static graphs of float32 / small-integer tensors for microcontrollers: no strings,
-    sequences, optionals, subgraphs, randomness, training, int64 inputs or runtime shapes. Checked in
+    nn2c compiles static graphs of float32 / integer tensors for microcontrollers: no strings,
+    sequences, optionals, subgraphs, randomness, training or run-time shapes. Checked in
     this order; the first reason that applies is the one counted.
     """
     from onnx import AttributeProto, TensorProto
@@ -171,8 +171,8 @@ def exclusion_reason(case: BackendCase) -> str | None:
     elem_types = [v.type.tensor_type.elem_type for v in io]
     if TensorProto.STRING in elem_types:
         return "string tensors"
-    if any(v.type.tensor_type.elem_type == TensorProto.INT64 for v in model.graph.input):
-        return "int64 graph input (runtime indices, shapes or axes)"
+    if _feeds_runtime_shape(model.graph):
+        return "int64 graph input feeding a shape, axes, size or count operand (run-time shapes)"
     other = sorted({TensorProto.DataType.Name(t).lower() for t in elem_types} - set(APPLICABLE_DTYPES))
     if other:
         return f"graph input/output of type {other[0]}"
@@ -181,7 +181,40 @@ def exclusion_reason(case: BackendCase) -> str | None:
     return None
 
 
-APPLICABLE_DTYPES = ("float", "int8", "uint8", "int16", "int32", "bool")  # TensorProto names, lower case
+APPLICABLE_DTYPES = ("float", "int8", "uint8", "int16", "int32", "int64", "bool")  # TensorProto names, lower case
+
+_REDUCTIONS = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+               "ReduceProd", "ReduceSum", "ReduceSumSquare")
+# operand positions that set a shape, the axes, a size or a count: an int64 graph input (how exporters type
+# shapes and axes) reaching one of them makes the output shape depend on run-time values, which a statically
+# planned program cannot have; any other int64 graph input (data, indices, labels, positions, lengths) is
+# applicable. Run-time operands of other types were applicable before int64 was and stay so (nn2c runs
+# Range, OneHot, Upsample and MelWeightMatrix with run-time operands against the declared output shape)
+SHAPE_OPERANDS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 3), "Resize": (1, 2, 3),
+    "Upsample": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Split": (1,), "TopK": (1,), "Trilu": (1,),
+    "CenterCropPad": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "OneHot": (1,),
+    "NonMaxSuppression": (2,), "DFT": (1, 2), "STFT": (1, 3), "Col2Im": (1, 2), "AffineGrid": (1,),
+    "MaxUnpool": (2,), "BlackmanWindow": (0,), "HannWindow": (0,), "HammingWindow": (0,),
+    "MelWeightMatrix": (0, 1, 2), **{op: (1,) for op in _REDUCTIONS},
+}
+
+STATIC_SHAPE_OPS = ("Shape", "Size")  # their outputs depend on the (static) shape only, not the values
+
+
+def _feeds_runtime_shape(graph: Any) -> bool:
+    """Whether a value computed from an int64 graph input (without an initializer) reaches a shape operand."""
+    from onnx import TensorProto
+
+    runtime = ({v.name for v in graph.input if v.type.tensor_type.elem_type == TensorProto.INT64}
+               - {t.name for t in graph.initializer})
+    for node in graph.node:  # nodes are in topological order
+        inputs = list(node.input)
+        if any(inputs[i] in runtime for i in SHAPE_OPERANDS.get(node.op_type, ()) if i < len(inputs)):
+            return True
+        if node.op_type not in STATIC_SHAPE_OPS and any(name in runtime for name in inputs):
+            runtime.update(node.output)
+    return False
 
 
 def _in_training_mode(node: Any) -> bool:
