@@ -87,6 +87,50 @@ def test_operators_match_onnxruntime(case, tmp_path: Path) -> None:
     assert_matches_ort(path, tmp_path, count=2)
 
 
+def _runtime_indices(b: OnnxBuilder) -> list[str]:
+    """Gathers and scatters whose indices are computed at run time (ArgMax: in range, as a real
+    model's are), and the two losses that ONNX defines as functions of them."""
+    x = b.input([2, 5, 3])
+    arg = b.node("ArgMax", [x], axis=1, keepdims=1)  # [2, 1, 3] int64
+    outs = [b.node("GatherElements", [x, arg], axis=1)]
+    outs.append(b.node("ScatterElements", [x, arg, b.input([2, 1, 3])], axis=1, reduction="add"))
+    outs.append(b.node("ScatterElements", [x, arg, b.input([2, 1, 3])], axis=1))
+    flat_arg = b.node("ArgMax", [b.node("Flatten", [x], axis=1)], axis=1, keepdims=1)  # [2, 1] in [0, 15)
+    rows = b.node("Mod", [flat_arg, b.const(np.array([[2]], np.int64))])  # [2, 1] in [0, 2)
+    outs.append(b.node("ScatterND", [x, rows, b.input([2, 5, 3])], reduction="max"))
+    outs.append(b.node("GatherND", [x, b.node("Concat", [rows, rows], axis=1)]))
+    cache = b.input([2, 1, 4, 3])
+    write = b.node("Squeeze", [flat_arg, b.const(np.array([1], np.int64))])  # [2]
+    outs.append(b.node("TensorScatter", [cache, b.input([2, 1, 2, 3]), write], mode="circular"))
+    target = b.node("ArgMin", [x], axis=1, keepdims=0)  # [2, 3] class indices
+    outs.append(b.node("NegativeLogLikelihoodLoss", [x, target, b.const(np.array([1, 2, 0.5, 1, 3], np.float32))],
+                       reduction="mean"))
+    outs += b.node("SoftmaxCrossEntropyLoss", [x, target], outputs=2, reduction="none", ignore_index=4)
+    return outs
+
+
+def test_runtime_indices_and_loss_functions_match_onnxruntime(tmp_path: Path) -> None:
+    b = OnnxBuilder(opset=24, seed=2)
+    path = b.save(tmp_path / "m.onnx", _runtime_indices(b))
+    assert_matches_ort(path, tmp_path, count=3)
+
+
+def test_model_local_functions_are_inlined(tmp_path: Path) -> None:
+    """A model that calls a function it defines (torch.onnx export_modules_as_functions, onnxscript)."""
+    h = onnx.helper
+    body = h.make_function("local", "ScaledGelu", ["x", "s"], ["y"],
+                           [h.make_node("Mul", ["x", "s"], ["t"]), h.make_node("Gelu", ["t"], ["y"])],
+                           [h.make_opsetid("", 20)])
+    graph = h.make_graph([h.make_node("ScaledGelu", ["x", "s"], ["y"], domain="local")], "g",
+                         [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                         [onnx.numpy_helper.from_array(np.array(1.5, np.float32), "s")])
+    model = h.make_model(graph, functions=[body], opset_imports=[h.make_opsetid("", 20), h.make_opsetid("local", 1)])
+    model.ir_version = 10
+    onnx.save(model, tmp_path / "local.onnx")
+    assert_matches_ort(tmp_path / "local.onnx", tmp_path, count=2)
+
+
 def _consumed(b: OnnxBuilder, value: str, path: Path) -> Path:
     """The value feeds a Relu whose declared output shape says nothing about the value's size."""
     relu = b.node("Relu", [value])
@@ -115,16 +159,21 @@ SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "
 
 
 def _runtime_operands_model(path: Path) -> Path:
-    """Resize with run-time scales, OneHot / Range / CumSum / Compress / GatherND with run-time
-    operands: every output shape declared (as the ONNX backend cases do)."""
+    """Resize with run-time scales, OneHot / Range / CumSum / Compress / GatherND / GatherElements /
+    ScatterElements / ScatterND / TensorScatter with run-time operands: every output shape declared
+    (as the ONNX backend cases do)."""
     h = onnx.helper
     f, i32 = TensorProto.FLOAT, TensorProto.INT32
     inputs = [h.make_tensor_value_info(n, t, s) for n, t, s in (
         ("x", f, [1, 2, 4, 5]), ("scales", f, [4]), ("hot", f, [3]), ("start", f, []), ("delta", f, []),
-        ("axis", i32, []), ("cond", TensorProto.BOOL, [4]), ("idx", i32, [3, 2]))]
+        ("axis", i32, []), ("cond", TensorProto.BOOL, [4]), ("idx", i32, [3, 2]), ("ie", i32, [1, 2, 3, 5]),
+        ("upd", f, [1, 2, 3, 5]), ("rows", f, [3, 4, 5]), ("cache", f, [2, 1, 4, 3]), ("new", f, [2, 1, 2, 3]),
+        ("write", i32, [2]))]
     outputs = [h.make_tensor_value_info(n, f, s) for n, s in (
         ("nearest", [1, 2, 8, 3]), ("linear", [1, 2, 8, 3]), ("cubic", [1, 2, 8, 3]), ("onehot", [3, 4]),
-        ("range", [6]), ("cumsum", [1, 2, 4, 5]), ("compress", [1, 2, 2, 5]), ("gathered", [3, 4, 5]))]
+        ("range", [6]), ("cumsum", [1, 2, 4, 5]), ("compress", [1, 2, 2, 5]), ("gathered", [3, 4, 5]),
+        ("elements", [1, 2, 3, 5]), ("scattered", [1, 2, 4, 5]), ("scattered_nd", [1, 2, 4, 5]),
+        ("present", [2, 1, 4, 3]))]
     nodes = [h.make_node("Resize", ["x", "", "scales"], [name], mode=name) for name in ("nearest", "linear", "cubic")]
     nodes += [h.make_node("Constant", [], ["depth"], value=h.make_tensor("d", TensorProto.INT64, [], [4])),
               h.make_node("Constant", [], ["values"], value=h.make_tensor("v", f, [2], [-1.0, 2.0])),
@@ -133,8 +182,12 @@ def _runtime_operands_model(path: Path) -> Path:
               h.make_node("Range", ["start", "limit", "delta"], ["range"]),
               h.make_node("CumSum", ["x", "axis"], ["cumsum"], exclusive=1),
               h.make_node("Compress", ["x", "cond"], ["compress"], axis=2),
-              h.make_node("GatherND", ["x", "idx"], ["gathered"])]
-    model = h.make_model(h.make_graph(nodes, "runtime", inputs, outputs), opset_imports=[h.make_opsetid("", 18)])
+              h.make_node("GatherND", ["x", "idx"], ["gathered"]),
+              h.make_node("GatherElements", ["x", "ie"], ["elements"], axis=2),
+              h.make_node("ScatterElements", ["x", "ie", "upd"], ["scattered"], axis=2, reduction="add"),
+              h.make_node("ScatterND", ["x", "idx", "rows"], ["scattered_nd"], reduction="mul"),
+              h.make_node("TensorScatter", ["cache", "new", "write"], ["present"], mode="circular")]
+    model = h.make_model(h.make_graph(nodes, "runtime", inputs, outputs), opset_imports=[h.make_opsetid("", 24)])
     model.ir_version = 8
     onnx.save(model, path)
     return path

@@ -183,6 +183,32 @@ NN2C_LOGIC_BITS(s16, int16_t, uint16_t, 16, nn2c_shr_signed(a, (int64_t)b, 16))
 NN2C_LOGIC_BITS(i32, int32_t, uint32_t, 32, nn2c_shr_signed(a, (int64_t)b, 32))
 NN2C_LOGIC_BITS(u8, uint8_t, uint8_t, 8, nn2c_shr_signed((int32_t)a, (int64_t)b, 8))
 
+/* int64 (ONNX's index type): the same operations on 64 bits. */
+static inline int64_t nn2c_band_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) { (void)p; return a & b; }
+static inline int64_t nn2c_bor_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) { (void)p; return a | b; }
+static inline int64_t nn2c_bxor_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) { (void)p; return a ^ b; }
+
+static inline int64_t nn2c_shl_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) {
+    (void)p;
+    return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b);
+}
+
+static inline int64_t nn2c_shr_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) {
+    (void)p;
+    if (b < 0 || b >= 64) return a < 0 ? -1 : 0;
+    return a < 0 ? ~(int64_t)((uint64_t)~a >> b) : (int64_t)((uint64_t)a >> b);
+}
+
+NN2C_LOGIC_BINARY(nn2c_bitwise_and_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_band_i64)
+NN2C_LOGIC_BINARY(nn2c_bitwise_or_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_bor_i64)
+NN2C_LOGIC_BINARY(nn2c_bitwise_xor_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_bxor_i64)
+NN2C_LOGIC_BINARY(nn2c_shift_left_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_shl_i64)
+NN2C_LOGIC_BINARY(nn2c_shift_right_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_shr_i64)
+
+void nn2c_bitwise_not_i64(int32_t count, const int64_t *in, int64_t *out) {
+    for (int32_t i = 0; i < count; ++i) out[i] = ~in[i];
+}
+
 /* --- SELECT_V2 -------------------------------------------------------------------------------- */
 
 /* Elements move as bytes (memcpy of a constant size compiles to one load and store), so any
@@ -317,6 +343,19 @@ NN2C_LOGIC_INT_MOD(s8, int8_t)
 NN2C_LOGIC_INT_MOD(u8, uint8_t)
 NN2C_LOGIC_INT_MOD(s16, int16_t)
 NN2C_LOGIC_INT_MOD(i32, int32_t)
+
+static inline int64_t nn2c_tmod_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) {
+    (void)p;
+    return (b == 0 || b == -1) ? 0 : a % b;
+}
+
+static inline int64_t nn2c_floormod_i64(const nn2c_logic_params_t *p, int64_t a, int64_t b) {
+    const int64_t r = nn2c_tmod_i64(p, a, b);
+    return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+}
+
+NN2C_LOGIC_BINARY(nn2c_floor_mod_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_floormod_i64)
+NN2C_LOGIC_BINARY(nn2c_fmod_i64, nn2c_logic_params_t, int64_t, int64_t, int64_t, nn2c_tmod_i64)
 
 /* --- ADD_N ------------------------------------------------------------------------------------ */
 

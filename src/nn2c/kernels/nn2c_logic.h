@@ -122,6 +122,7 @@ NN2C_LOGIC_DECL_BITS(s8, int8_t)
 NN2C_LOGIC_DECL_BITS(u8, uint8_t)
 NN2C_LOGIC_DECL_BITS(s16, int16_t)
 NN2C_LOGIC_DECL_BITS(i32, int32_t)
+NN2C_LOGIC_DECL_BITS(i64, int64_t)
 
 /* SELECT_V2: out = cond ? in1 : in2, elements of 1, 2, 4 or 8 bytes copied as they are stored */
 #define NN2C_LOGIC_DECL_SELECT(sfx) \
@@ -150,6 +151,7 @@ NN2C_LOGIC_DECL_MOD(s8, int8_t)
 NN2C_LOGIC_DECL_MOD(u8, uint8_t)
 NN2C_LOGIC_DECL_MOD(s16, int16_t)
 NN2C_LOGIC_DECL_MOD(i32, int32_t)
+NN2C_LOGIC_DECL_MOD(i64, int64_t)
 
 /* ADD_N: inputs[k] points at the k-th operand */
 void nn2c_add_n_f32(const nn2c_add_n_params_t *p, const float *const *inputs, float *out);

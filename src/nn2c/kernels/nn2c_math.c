@@ -164,6 +164,30 @@ void nn2c_math_pow_i32(const nn2c_math_pow_params_t *p, const int32_t *base, con
     NN2C_MATH_BROADCAST(&p->bc, { output[o] = nn2c_math_to_i32(pow((double)base[o1], (double)exponent[o2])); });
 }
 
+/* a double truncated towards zero into int64; NaN and values out of range give INT64_MIN (x86's
+ * cvttsd2si "integer indefinite", as for int32) */
+static int64_t nn2c_math_to_i64(double v) {
+    if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) {
+        return (int64_t)v;
+    }
+    return INT64_MIN;
+}
+
+void nn2c_math_pow_f32_i64(const nn2c_math_pow_params_t *p, const float *base, const int64_t *exponent,
+                           float *output) {
+    NN2C_MATH_BROADCAST(&p->bc, { output[o] = (float)pow((double)base[o1], (double)exponent[o2]); });
+}
+
+void nn2c_math_pow_i64(const nn2c_math_pow_params_t *p, const int64_t *base, const int64_t *exponent,
+                       int64_t *output) {
+    NN2C_MATH_BROADCAST(&p->bc, { output[o] = nn2c_math_to_i64(pow((double)base[o1], (double)exponent[o2])); });
+}
+
+void nn2c_math_pow_i64_f32(const nn2c_math_pow_params_t *p, const int64_t *base, const float *exponent,
+                           int64_t *output) {
+    NN2C_MATH_BROADCAST(&p->bc, { output[o] = nn2c_math_to_i64(pow((double)base[o1], (double)exponent[o2])); });
+}
+
 void nn2c_math_pow_i32_f32(const nn2c_math_pow_params_t *p, const int32_t *base, const float *exponent,
                            int32_t *output) {
     NN2C_MATH_BROADCAST(&p->bc, { output[o] = nn2c_math_to_i32(pow((double)base[o1], (double)exponent[o2])); });

@@ -123,5 +123,13 @@ void nn2c_math_pow_i32(const nn2c_math_pow_params_t *p, const int32_t *base, con
                        int32_t *output);
 void nn2c_math_pow_i32_f32(const nn2c_math_pow_params_t *p, const int32_t *base, const float *exponent,
                            int32_t *output);
+/* int64 (ONNX's integer default): f32_i64, i64, i64_f32 as above, an int64 result outside int64 or
+ * NaN giving INT64_MIN. */
+void nn2c_math_pow_f32_i64(const nn2c_math_pow_params_t *p, const float *base, const int64_t *exponent,
+                           float *output);
+void nn2c_math_pow_i64(const nn2c_math_pow_params_t *p, const int64_t *base, const int64_t *exponent,
+                       int64_t *output);
+void nn2c_math_pow_i64_f32(const nn2c_math_pow_params_t *p, const int64_t *base, const float *exponent,
+                           int64_t *output);
 
 #endif /* NN2C_MATH_H */

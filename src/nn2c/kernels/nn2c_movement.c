@@ -131,23 +131,238 @@ void nn2c_gather_nd(const nn2c_gather_nd_params_t *p, const void *input, const v
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
     const size_t block = (size_t)p->inner_bytes;
-    for (int32_t k = 0; k < p->count; ++k) {
+    for (int32_t b = 0; b < p->batch; ++b) {
+        for (int32_t k = 0; k < p->count; ++k) {
+            const int32_t tuple = (b * p->count + k) * p->depth;
+            int64_t row = (int64_t)b * p->batch_rows;
+            int valid = 1;
+            for (int32_t j = 0; j < p->depth; ++j) {
+                int64_t index = nn2c_move_index(indices, tuple + j, p->index_bytes);
+                if (index < 0 && p->wrap_negative) {
+                    index += p->dims[j];
+                }
+                if (index < 0 || index >= p->dims[j]) {
+                    valid = 0;
+                    break;
+                }
+                row += index * p->strides[j];
+            }
+            if (valid) {
+                memcpy(out, in + (size_t)row * block, block);
+            } else {
+                memset(out, 0, block);
+            }
+            out += block;
+        }
+    }
+}
+
+/* The element offset of an index tuple over dims, with the axis coordinate replaced by a run-time
+ * index (negative counts from the end); -1 when that index is outside the axis. */
+static int64_t nn2c_move_axis_offset(const int32_t *index, const int32_t *strides, int32_t rank, int32_t axis,
+                                     int64_t at, int32_t axis_size) {
+    int64_t offset = 0;
+    if (at < 0) {
+        at += axis_size;
+    }
+    if (at < 0 || at >= axis_size) {
+        return -1;
+    }
+    for (int32_t d = 0; d < rank; ++d) {
+        offset += (d == axis ? at : (int64_t)index[d]) * strides[d];
+    }
+    return offset;
+}
+
+/* Advance a row-major index tuple over dims (an odometer). */
+static void nn2c_move_next(int32_t *index, const int32_t *dims, int32_t rank) {
+    for (int32_t d = rank - 1; d >= 0; --d) {
+        if (++index[d] < dims[d]) {
+            return;
+        }
+        index[d] = 0;
+    }
+}
+
+void nn2c_gather_elements(const nn2c_gather_elements_params_t *p, const void *input, const void *indices,
+                          void *output) {
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    const int32_t es = p->elem_size;
+    int32_t index[NN2C_MOVE_MAX_RANK] = {0};
+    int32_t total = 1;
+    for (int32_t d = 0; d < p->rank; ++d) {
+        total *= p->dims[d];
+    }
+    for (int32_t i = 0; i < total; ++i) {
+        const int64_t at = nn2c_move_axis_offset(index, p->strides, p->rank, p->axis,
+                                                 nn2c_move_index(indices, i, p->index_bytes), p->axis_size);
+        if (at >= 0) {
+            nn2c_move_elem(out, in + (size_t)at * (size_t)es, es);
+        } else {
+            memset(out, 0, (size_t)es);
+        }
+        out += es;
+        nn2c_move_next(index, p->dims, p->rank);
+    }
+}
+
+/* 8- and 16-bit integers: the sum / product in int, converted back (wraps on every target). */
+#define NN2C_SCATTER_COMBINE(T, dst, src, reduction)                                                   \
+    do {                                                                                               \
+        T a_, b_;                                                                                      \
+        memcpy(&a_, (dst), sizeof(T));                                                                 \
+        memcpy(&b_, (src), sizeof(T));                                                                 \
+        switch (reduction) {                                                                           \
+        case NN2C_SCATTER_ADD: a_ = (T)(a_ + b_); break;                                               \
+        case NN2C_SCATTER_MUL: a_ = (T)(a_ * b_); break;                                               \
+        case NN2C_SCATTER_MAX: a_ = a_ > b_ ? a_ : b_; break;                                          \
+        case NN2C_SCATTER_MIN: a_ = a_ < b_ ? a_ : b_; break;                                          \
+        default: a_ = b_; break;                                                                       \
+        }                                                                                              \
+        memcpy((dst), &a_, sizeof(T));                                                                 \
+    } while (0)
+
+static void nn2c_scatter_combine_f32(uint8_t *dst, const uint8_t *src, int32_t reduction) {
+    float a, b;
+    memcpy(&a, dst, 4);
+    memcpy(&b, src, 4);
+    if (reduction == NN2C_SCATTER_ADD) {
+        a = a + b;
+    } else if (reduction == NN2C_SCATTER_MUL) {
+        a = a * b;
+    } else if (reduction == NN2C_SCATTER_MAX) {
+        a = (a > b || isnan(a)) ? a : b; /* a NaN wins, as numpy.maximum */
+    } else if (reduction == NN2C_SCATTER_MIN) {
+        a = (a < b || isnan(a)) ? a : b;
+    } else {
+        a = b;
+    }
+    memcpy(dst, &a, 4);
+}
+
+/* Integer add / mul wrap around as two's complement (onnxruntime's result), computed unsigned so that
+ * the overflow is defined behaviour. */
+static void nn2c_scatter_combine_s32(uint8_t *dst, const uint8_t *src, int32_t reduction) {
+    int32_t a, b;
+    memcpy(&a, dst, 4);
+    memcpy(&b, src, 4);
+    if (reduction == NN2C_SCATTER_ADD) {
+        a = (int32_t)((uint32_t)a + (uint32_t)b);
+    } else if (reduction == NN2C_SCATTER_MUL) {
+        a = (int32_t)((uint32_t)a * (uint32_t)b);
+    } else if (reduction == NN2C_SCATTER_MAX) {
+        a = a > b ? a : b;
+    } else if (reduction == NN2C_SCATTER_MIN) {
+        a = a < b ? a : b;
+    } else {
+        a = b;
+    }
+    memcpy(dst, &a, 4);
+}
+
+static void nn2c_scatter_combine_s64(uint8_t *dst, const uint8_t *src, int32_t reduction) {
+    int64_t a, b;
+    memcpy(&a, dst, 8);
+    memcpy(&b, src, 8);
+    if (reduction == NN2C_SCATTER_ADD) {
+        a = (int64_t)((uint64_t)a + (uint64_t)b);
+    } else if (reduction == NN2C_SCATTER_MUL) {
+        a = (int64_t)((uint64_t)a * (uint64_t)b);
+    } else if (reduction == NN2C_SCATTER_MAX) {
+        a = a > b ? a : b;
+    } else if (reduction == NN2C_SCATTER_MIN) {
+        a = a < b ? a : b;
+    } else {
+        a = b;
+    }
+    memcpy(dst, &a, 8);
+}
+
+static void nn2c_scatter_combine(uint8_t *dst, const uint8_t *src, int32_t n, int32_t elem_size, int32_t elem_type,
+                                 int32_t reduction) {
+    if (reduction == NN2C_SCATTER_NONE) {
+        memcpy(dst, src, (size_t)n * (size_t)elem_size);
+        return;
+    }
+    for (int32_t i = 0; i < n; ++i, dst += elem_size, src += elem_size) {
+        switch (elem_type) {
+        case NN2C_ELEM_F32: nn2c_scatter_combine_f32(dst, src, reduction); break;
+        case NN2C_ELEM_S32: nn2c_scatter_combine_s32(dst, src, reduction); break;
+        case NN2C_ELEM_S64: nn2c_scatter_combine_s64(dst, src, reduction); break;
+        case NN2C_ELEM_S16: NN2C_SCATTER_COMBINE(int16_t, dst, src, reduction); break;
+        case NN2C_ELEM_S8: NN2C_SCATTER_COMBINE(int8_t, dst, src, reduction); break;
+        case NN2C_ELEM_U8: NN2C_SCATTER_COMBINE(uint8_t, dst, src, reduction); break;
+        default: memcpy(dst, src, (size_t)elem_size); break;
+        }
+    }
+}
+
+void nn2c_scatter_elements(const nn2c_scatter_elements_params_t *p, const void *indices, const void *updates,
+                           void *output) {
+    const uint8_t *src = (const uint8_t *)updates;
+    uint8_t *out = (uint8_t *)output;
+    const int32_t es = p->elem_size;
+    int32_t index[NN2C_MOVE_MAX_RANK] = {0};
+    int32_t total = 1;
+    for (int32_t d = 0; d < p->rank; ++d) {
+        total *= p->dims[d];
+    }
+    for (int32_t i = 0; i < total; ++i, src += es) {
+        const int64_t at = nn2c_move_axis_offset(index, p->strides, p->rank, p->axis,
+                                                 nn2c_move_index(indices, i, p->index_bytes), p->axis_size);
+        if (at >= 0) {
+            nn2c_scatter_combine(out + (size_t)at * (size_t)es, src, 1, es, p->elem_type, p->reduction);
+        }
+        nn2c_move_next(index, p->dims, p->rank);
+    }
+}
+
+void nn2c_scatter_nd(const nn2c_scatter_nd_params_t *p, const void *indices, const void *updates, void *output) {
+    const uint8_t *src = (const uint8_t *)updates;
+    uint8_t *out = (uint8_t *)output;
+    const size_t row_bytes = (size_t)p->inner * (size_t)p->elem_size;
+    for (int32_t k = 0; k < p->count; ++k, src += row_bytes) {
         int64_t row = 0;
         int valid = 1;
         for (int32_t j = 0; j < p->depth; ++j) {
             int64_t index = nn2c_move_index(indices, k * p->depth + j, p->index_bytes);
-            if (index < 0 && p->wrap_negative) {
+            if (index < 0) {
                 index += p->dims[j];
             }
-            valid &= index >= 0 && index < p->dims[j];
+            if (index < 0 || index >= p->dims[j]) {
+                valid = 0;
+                break;
+            }
             row += index * p->strides[j];
         }
         if (valid) {
-            memcpy(out, in + (size_t)row * block, block);
-        } else {
-            memset(out, 0, block);
+            nn2c_scatter_combine(out + (size_t)row * row_bytes, src, p->inner, p->elem_size, p->elem_type,
+                                 p->reduction);
         }
-        out += block;
+    }
+}
+
+void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *update, const void *write_indices,
+                         void *output) {
+    const uint8_t *src = (const uint8_t *)update;
+    uint8_t *out = (uint8_t *)output;
+    const size_t block = (size_t)p->inner_bytes;
+    for (int32_t b = 0; b < p->batch; ++b) {
+        const int64_t start = write_indices != NULL ? nn2c_move_index(write_indices, b, p->index_bytes) : 0;
+        for (int32_t o = 0; o < p->outer; ++o) {
+            uint8_t *rows = out + ((size_t)b * (size_t)p->outer + (size_t)o) * (size_t)p->max_len * block;
+            for (int32_t s = 0; s < p->len; ++s, src += block) {
+                int64_t at = start + s;
+                if (p->circular) {
+                    at %= p->max_len;
+                    at += at < 0 ? p->max_len : 0;
+                }
+                if (at >= 0 && at < p->max_len) {
+                    memcpy(rows + (size_t)at * block, src, block);
+                }
+            }
+        }
     }
 }
 

@@ -38,14 +38,69 @@ void nn2c_gather_rows(const nn2c_gather_rows_params_t *p, const void *input, con
 void nn2c_embedding_lookup_hybrid(const int32_t *ids, int32_t count, const int8_t *table, int32_t rows,
                                   int32_t columns, float scale, float *output);
 
-/* GATHER_ND with run-time indices: output row k (inner_bytes) = input row sum_j idx[k][j] * strides[j]. */
+/* GATHER_ND with run-time indices: for batch b (ONNX batch_dims: the leading axes shared by data and
+ * indices) and tuple k, output row (b, k) (inner_bytes) = input row b * batch_rows + sum_j
+ * idx[b][k][j] * strides[j]; a tuple with an index outside its axis gives zeros. */
 typedef struct {
-    int32_t count, depth, inner_bytes, index_bytes, wrap_negative;
+    int32_t batch, batch_rows;
+    int32_t count, depth, inner_bytes, index_bytes, wrap_negative; /* count: tuples per batch */
     int32_t dims[NN2C_MOVE_MAX_RANK];
     int32_t strides[NN2C_MOVE_MAX_RANK]; /* in rows of inner_bytes */
 } nn2c_gather_nd_params_t;
 
 void nn2c_gather_nd(const nn2c_gather_nd_params_t *p, const void *input, const void *indices, void *output);
+
+/* ONNX GatherElements with run-time indices: output element i (coordinates over dims, the indices'
+ * shape) = input element at the same coordinates except axis, where it is indices[i] (a negative
+ * index counts from the end); an index outside [-axis_size, axis_size) gives zeros. Strides are
+ * the input's, in elements. */
+typedef struct {
+    int32_t rank, axis, axis_size, elem_size, index_bytes;
+    int32_t dims[NN2C_MOVE_MAX_RANK];
+    int32_t strides[NN2C_MOVE_MAX_RANK];
+} nn2c_gather_elements_params_t;
+
+void nn2c_gather_elements(const nn2c_gather_elements_params_t *p, const void *input, const void *indices,
+                          void *output);
+
+/* ONNX ScatterElements / ScatterND with run-time indices, on an output that already holds the data.
+ * Each update element is combined into its target by `reduction`; updates are applied in order
+ * (a repeated target with NONE keeps the last update, as onnxruntime and the ONNX reference do).
+ * An index outside its axis skips the update. Arithmetic reductions take the element types below;
+ * NONE copies elem_size bytes and serves every type. */
+enum { NN2C_SCATTER_NONE = 0, NN2C_SCATTER_ADD, NN2C_SCATTER_MUL, NN2C_SCATTER_MAX, NN2C_SCATTER_MIN };
+enum { NN2C_ELEM_F32 = 0, NN2C_ELEM_S32, NN2C_ELEM_S64, NN2C_ELEM_S16, NN2C_ELEM_S8, NN2C_ELEM_U8, NN2C_ELEM_RAW };
+
+/* ScatterElements: update i (coordinates over dims, the indices' shape) goes to the output element
+ * at the same coordinates except axis, where it is indices[i]; strides are the output's. */
+typedef struct {
+    int32_t rank, axis, axis_size, elem_size, elem_type, reduction, index_bytes;
+    int32_t dims[NN2C_MOVE_MAX_RANK];
+    int32_t strides[NN2C_MOVE_MAX_RANK];
+} nn2c_scatter_elements_params_t;
+
+void nn2c_scatter_elements(const nn2c_scatter_elements_params_t *p, const void *indices, const void *updates,
+                           void *output);
+
+/* ScatterND: updates row k (inner elements) goes to the output row sum_j idx[k][j] * strides[j]. */
+typedef struct {
+    int32_t count, depth, inner, elem_size, elem_type, reduction, index_bytes;
+    int32_t dims[NN2C_MOVE_MAX_RANK];
+    int32_t strides[NN2C_MOVE_MAX_RANK]; /* in rows of inner elements */
+} nn2c_scatter_nd_params_t;
+
+void nn2c_scatter_nd(const nn2c_scatter_nd_params_t *p, const void *indices, const void *updates, void *output);
+
+/* ONNX TensorScatter (a KV-cache write), on an output that already holds the past cache
+ * [batch, outer..., max_len, inner...]: update [batch, outer..., len, inner...] goes to sequence
+ * positions write_indices[b] + s (NULL write_indices: 0), modulo max_len when circular; a linear
+ * position outside [0, max_len) is skipped. */
+typedef struct {
+    int32_t batch, outer, max_len, len, inner_bytes, index_bytes, circular;
+} nn2c_tensor_scatter_params_t;
+
+void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *update, const void *write_indices,
+                         void *output);
 
 /* DYNAMIC_UPDATE_SLICE: output = operand with the update block written at start (run-time
  * indices, each clamped to [0, dim - update_dim] as TFLM does). */

@@ -509,6 +509,75 @@ def _compress(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [result.reshape(out.type.shape)]
 
 
+# --- scatters with run-time indices ---------------------------------------------------------------
+_SCATTER_REDUCE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _scatter_into(rows: np.ndarray, targets: np.ndarray, valid: np.ndarray, updates: np.ndarray,
+                  reduction: str) -> None:
+    """rows[targets[k]] combined with updates[k], in order, skipping the invalid targets (rows: a
+    view of the output); integers wrap around as the kernel's two's complement arithmetic."""
+    combine = _SCATTER_REDUCE.get(reduction)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in np.nonzero(valid)[0]:
+            row = int(targets[k])
+            rows[row] = updates[k] if combine is None else combine(rows[row], updates[k]).astype(rows.dtype)
+
+
+@evaluator("SCATTER_ELEMENTS")
+def _scatter_elements(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    data, indices, updates = (np.asarray(a) for a in arrays[:3])
+    out = data.copy()
+    axis = int(node.attrs.get("axis", 0)) % max(data.ndim, 1)
+    n = data.shape[axis]
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + n, idx)
+    valid = (idx >= 0) & (idx < n)
+    coords: list[np.ndarray] = list(np.indices(idx.shape))
+    coords[axis] = np.where(valid, idx, 0)
+    targets = np.ravel_multi_index(tuple(coords), data.shape).reshape(-1)
+    _scatter_into(out.reshape(-1), targets, valid.reshape(-1), updates.reshape(-1),
+                  str(node.attrs.get("reduction", "none")))
+    return [out]
+
+
+@evaluator("SCATTER_ND_UPDATE")
+def _scatter_nd_update(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    data, indices, updates = (np.asarray(a) for a in arrays[:3])
+    out = data.copy()
+    depth = indices.shape[-1]
+    lead = np.asarray(data.shape[:depth], dtype=np.int64)
+    idx = indices.astype(np.int64).reshape(-1, depth)
+    idx = np.where(idx < 0, idx + lead, idx)
+    valid = np.all((idx >= 0) & (idx < lead), axis=1)
+    rows = np.ravel_multi_index(tuple(np.where(valid[:, None], idx, 0).T), data.shape[:depth])
+    inner = data.shape[depth:]
+    rows_view = out.reshape(-1, *inner) if inner else out.reshape(-1)
+    _scatter_into(rows_view, rows, valid, updates.reshape(-1, *inner) if inner else updates.reshape(-1),
+                  str(node.attrs.get("reduction", "none")))
+    return [out]
+
+
+@evaluator("TENSOR_SCATTER")
+def _tensor_scatter(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    cache, update = np.asarray(arrays[0]), np.asarray(arrays[1])
+    axis, circular = int(node.attrs["axis"]), bool(node.attrs.get("circular"))
+    batch, max_len, length = cache.shape[0], cache.shape[axis], update.shape[axis]
+    starts = np.zeros(batch, np.int64) if len(arrays) < 3 or arrays[2] is None else \
+        np.asarray(arrays[2]).astype(np.int64).reshape(-1)
+    out = cache.copy()
+    for b in range(batch):
+        for s in range(length):
+            at = starts[b] + s
+            at = at % max_len if circular else at
+            if 0 <= at < max_len:
+                target: list[int | slice] = [slice(None)] * cache.ndim
+                source: list[int | slice] = [slice(None)] * cache.ndim
+                target[0], source[0], target[axis], source[axis] = b, b, int(at), s
+                out[tuple(target)] = update[tuple(source)]
+    return [out]
+
+
 # --- resizing ------------------------------------------------------------------------------------
 def bilinear_source(out_size: int, in_size: int, align_corners: bool, half_pixel: bool) -> tuple[np.ndarray, ...]:
     """TFLite ComputeInterpolationValues (float32): for every output index the source position,

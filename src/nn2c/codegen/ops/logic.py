@@ -44,8 +44,8 @@ MAX_OPERANDS = 3  # NN2C_LOGIC_MAX_OPERANDS
 _SUFFIX = {"float32": "f32", "int8": "s8", "uint8": "u8", "int16": "s16", "int32": "i32", "int64": "i64",
            "bool": "b8"}
 _COMPARE_TYPES = ("float32", "int8", "uint8", "int16", "int32", "int64", "bool")
-_BIT_TYPES = ("int8", "uint8", "int16", "int32")
-_MOD_TYPES = ("float32", "int8", "uint8", "int16", "int32")
+_BIT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
+_MOD_TYPES = ("float32", "int8", "uint8", "int16", "int32", "int64")
 _COPY_SUFFIX = {1: "x8", 2: "x16", 4: "x32", 8: "x64"}
 
 Loop = tuple[int, tuple[int, ...]]  # (extent, element stride of each operand)

@@ -286,7 +286,8 @@ def predicate(node: Node, ctx: EmitContext) -> None:
 
 # (base dtype, exponent dtype) -> the POW kernel's suffix; the output has the base's type
 _POW_KERNELS = {("float32", "float32"): "f32", ("float32", "int32"): "f32_i32",
-                ("int32", "int32"): "i32", ("int32", "float32"): "i32_f32"}
+                ("int32", "int32"): "i32", ("int32", "float32"): "i32_f32",
+                ("float32", "int64"): "f32_i64", ("int64", "int64"): "i64", ("int64", "float32"): "i64_f32"}
 
 
 @lowering("POW")
@@ -298,7 +299,7 @@ def power(node: Node, ctx: EmitContext) -> None:
     key = (base.type.dtype, exponent.type.dtype)
     if key not in _POW_KERNELS or out.type.dtype != base.type.dtype:
         raise ctx.unsupported(f"POW of {key[0]} to the power {key[1]} giving {out.type.dtype} "
-                              "(float32 / int32 operands and the base's type out are supported)")
+                              "(float32 / int32 / int64 operands and the base's type out are supported)")
     if any(v.type.quant is not None for v in (base, exponent, out)):
         raise ctx.unsupported("quantized POW")
     if out.type.num_elements == 0:

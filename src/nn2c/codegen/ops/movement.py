@@ -8,8 +8,8 @@
   zero-copy alias when the map is the identity. The fill (cells outside the map) is
   reference.movement.fill_value: the int8 zero point for INDEX_MAP, else zero bytes (TFLM's
   SPACE_TO_BATCH_ND pads with an output_offset its Prepare leaves at 0).
-- GATHER / GATHER_ND with run-time indices and EMBEDDING_LOOKUP: nn2c_gather_rows / nn2c_gather_nd
-  (an index out of range writes zeros where TFLM fails the invoke); the hybrid EMBEDDING_LOOKUP
+- GATHER / GATHER_ND / GATHER_ELEMENTS with run-time indices and EMBEDDING_LOOKUP: nn2c_gather_rows /
+  nn2c_gather_nd / nn2c_gather_elements (an index out of range writes zeros where TFLM fails the invoke); the hybrid EMBEDDING_LOOKUP
   (int8 table, float output) dequantizes each row as TFLM's EvalHybrid: v * scale in float.
 - PACK: one block copy per input (as CONCATENATION). FILL, ZEROS_LIKE, SHAPE, DYNAMIC_UPDATE_SLICE.
 - RESIZE_BILINEAR: TFLM's reference_ops::ResizeBilinear (float: scale = in / out, or (in - 1) /
@@ -20,6 +20,10 @@
   scales (constant or not), so the backend's run-time `scales` inputs work too.
 - CUMSUM (float32, int32; ONNX's run-time axis read by the kernel; int8 as TFLM's rescaled integer
   sum), ONE_HOT, RANGE, COMPRESS.
+- SCATTER_ELEMENTS / SCATTER_ND_UPDATE: the data copied into the output, then each update combined
+  into its target in order (nn2c_scatter_elements / nn2c_scatter_nd; an index outside its axis
+  skips the update). TENSOR_SCATTER (a KV-cache write) likewise: the past cache copied, the update
+  rows written at their sequence positions (nn2c_tensor_scatter).
 """
 
 from __future__ import annotations
@@ -148,14 +152,12 @@ def _mapped(node: Node, ctx: EmitContext) -> None:
         emit_offset_map(ctx, x, out, m)
 
 
-_RUNTIME_INDEX_OPS = ("GATHER", "GATHER_ND")
-
-
 @lowering(*MAPPED_OPS)
 def mapped(node: Node, ctx: EmitContext) -> None:
     indices = node.input(1)
-    if node.op in _RUNTIME_INDEX_OPS and indices is not None and (indices.data is None or indices.is_variable):
-        (_gather_runtime if node.op == "GATHER" else _gather_nd_runtime)(node, ctx)
+    runtime = _RUNTIME_INDEX_LOWERINGS.get(node.op)
+    if runtime is not None and indices is not None and (indices.data is None or indices.is_variable):
+        runtime(node, ctx)
         return
     _mapped(node, ctx)
 
@@ -195,24 +197,181 @@ def _gather_nd_runtime(node: Node, ctx: EmitContext) -> None:
     x, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and indices is not None
     _same_dtype(ctx, x, out)
-    if int(node.attrs.get("batch_dims", 0)):
-        raise ctx.unsupported("GATHER_ND with batch_dims and run-time indices")
     shape = list(x.type.shape)
+    batch_dims = int(node.attrs.get("batch_dims", 0))
     depth = indices.type.shape[-1] if indices.type.shape else 0
-    if not 0 < depth <= min(len(shape), MAX_RANK):
+    if not 0 <= batch_dims < len(indices.type.shape) or list(indices.type.shape[:batch_dims]) != shape[:batch_dims]:
+        raise ctx.unsupported(f"batch_dims {batch_dims} for indices {list(indices.type.shape)} and data {shape}")
+    lead = shape[batch_dims:batch_dims + depth]
+    if not 0 < depth <= MAX_RANK or len(lead) != depth:
         raise ctx.unsupported(f"index tuples of {depth} values for a rank-{len(shape)} input")
-    inner = prod(shape[depth:])
-    strides = [prod(shape[j + 1:depth]) for j in range(depth)]
+    inner = prod(shape[batch_dims + depth:])
+    strides = [prod(lead[j + 1:]) for j in range(depth)]
+    batch = prod(shape[:batch_dims])
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("movement")
     params = ctx.params_struct("nn2c_gather_nd_params_t", {
-        "count": indices.type.num_elements // depth, "depth": depth,
+        "batch": batch, "batch_rows": prod(lead),
+        "count": indices.type.num_elements // depth // max(batch, 1), "depth": depth,
         "inner_bytes": inner * dtype_bytes(x.type.dtype), "index_bytes": _index_bytes(ctx, indices),
         "wrap_negative": int(bool(node.attrs.get("wrap_negative"))),
-        "dims": _pad(shape[:depth], 1), "strides": _pad(strides, 0),
+        "dims": _pad(lead, 1), "strides": _pad(strides, 0),
     })
     ctx.call("nn2c_gather_nd", params, ctx.ptr(x), ctx.ptr(indices), ctx.ptr(out))
+
+
+def _element_strides(shape: list[int]) -> list[int]:
+    return [prod(shape[d + 1:]) for d in range(len(shape))]
+
+
+def _elements_axis(ctx: EmitContext, node: Node, data: Value, indices: Value) -> tuple[list[int], list[int], int]:
+    """The data shape, indices shape and axis of a GatherElements / ScatterElements, checked, with
+    neighbouring non-axis dimensions merged where the indices span the inner one whole (the same
+    offsets in fewer dimensions: a rank-7 loss over N, C, d1..d5 runs in three)."""
+    data_shape, index_shape = list(data.type.shape), list(indices.type.shape)
+    rank = len(data_shape)
+    if not rank or len(index_shape) != rank:
+        raise ctx.unsupported(f"indices {index_shape} for data {data_shape} (the same rank is needed)")
+    axis = int(node.attrs.get("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.unsupported(f"axis {node.attrs.get('axis')} is out of range for rank {rank}")
+    if any(index_shape[d] > data_shape[d] for d in range(rank) if d != axis):
+        raise InvalidModelError(f"{node.where()}: indices {index_shape} are larger than data {data_shape} outside "
+                                f"axis {axis}")
+    d = 0
+    while d + 1 < len(data_shape):
+        if axis not in (d, d + 1) and index_shape[d + 1] == data_shape[d + 1]:
+            data_shape[d:d + 2] = [data_shape[d] * data_shape[d + 1]]
+            index_shape[d:d + 2] = [index_shape[d] * index_shape[d + 1]]
+            axis -= 1 if axis > d else 0
+        else:
+            d += 1
+    if len(data_shape) > MAX_RANK:
+        raise ctx.unsupported(f"indices {list(indices.type.shape)} for data {list(data.type.shape)} need more than "
+                              f"{MAX_RANK} dimensions")
+    return data_shape, index_shape, axis
+
+
+def _gather_elements_runtime(node: Node, ctx: EmitContext) -> None:
+    x, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and indices is not None
+    _same_dtype(ctx, x, out)
+    data_shape, index_shape, axis = _elements_axis(ctx, node, x, indices)
+    if list(out.type.shape) != list(indices.type.shape):
+        raise InvalidModelError(f"{node.where()}: output {list(out.type.shape)} is not the indices' shape "
+                                f"{list(indices.type.shape)}")
+    if out.type.num_elements == 0:
+        return
+    ctx.use_kernel("movement")
+    params = ctx.params_struct("nn2c_gather_elements_params_t", {
+        "rank": len(data_shape), "axis": axis, "axis_size": data_shape[axis],
+        "elem_size": dtype_bytes(x.type.dtype), "index_bytes": _index_bytes(ctx, indices),
+        "dims": _pad(index_shape, 1), "strides": _pad(_element_strides(data_shape), 0),
+    })
+    ctx.call("nn2c_gather_elements", params, ctx.ptr(x), ctx.ptr(indices), ctx.ptr(out))
+
+
+_RUNTIME_INDEX_LOWERINGS = {"GATHER": _gather_runtime, "GATHER_ND": _gather_nd_runtime,
+                            "GATHER_ELEMENTS": _gather_elements_runtime}
+
+# ---- SCATTER_ELEMENTS, SCATTER_ND_UPDATE (run-time indices) ----------------------------------------
+_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}  # NN2C_SCATTER_*
+_ELEM_TYPES = {"float32": 0, "int32": 1, "int64": 2, "int16": 3, "int8": 4, "uint8": 5}  # NN2C_ELEM_*
+
+
+def _scatter_common(node: Node, ctx: EmitContext) -> tuple[Value, Value, Value, Value, dict[str, int]]:
+    """Checks shared by both scatters, and the params fields for the element type and the reduction."""
+    data, indices, updates, out = node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]
+    assert data is not None and indices is not None and updates is not None
+    _same_dtype(ctx, data, out)
+    _same_dtype(ctx, updates, out)
+    if data.type.shape != out.type.shape:
+        raise InvalidModelError(f"{node.where()}: output {list(out.type.shape)} is not the data's shape "
+                                f"{list(data.type.shape)}")
+    reduction = str(node.attrs.get("reduction", "none"))
+    if reduction not in _REDUCTIONS:
+        raise ctx.unsupported(f"reduction {reduction!r} (none, add, mul, max, min are supported)")
+    elem_type = _ELEM_TYPES.get(out.type.dtype, 6)
+    if reduction != "none" and (elem_type == 6 or out.type.quant is not None):
+        kind = "quantized " if out.type.quant is not None else ""
+        raise ctx.unsupported(f"reduction {reduction!r} of {kind}{out.type.dtype} values (float32 and plain integers "
+                              "are supported)")
+    if updates.type.quant != data.type.quant:
+        raise ctx.unsupported("data and updates of different quantization")
+    fields = {"elem_size": dtype_bytes(out.type.dtype), "elem_type": elem_type, "reduction": _REDUCTIONS[reduction],
+              "index_bytes": _index_bytes(ctx, indices)}
+    return data, indices, updates, out, fields
+
+
+def _copy_data(ctx: EmitContext, data: Value, out: Value) -> None:
+    if out.type.num_elements:
+        ctx.use_kernel("layout")
+        ctx.call("nn2c_copy_blocks", ctx.ptr(out), ctx.ptr(data), "1", str(out.type.num_bytes), "0", "0")
+
+
+@lowering("SCATTER_ELEMENTS")
+def scatter_elements(node: Node, ctx: EmitContext) -> None:
+    data, indices, updates, out, fields = _scatter_common(node, ctx)
+    data_shape, index_shape, axis = _elements_axis(ctx, node, data, indices)
+    if updates.type.shape != indices.type.shape:
+        raise InvalidModelError(f"{node.where()}: updates {list(updates.type.shape)} and indices "
+                                f"{list(indices.type.shape)} differ in shape")
+    _copy_data(ctx, data, out)
+    if indices.type.num_elements == 0 or out.type.num_elements == 0:
+        return
+    ctx.use_kernel("movement")
+    params = ctx.params_struct("nn2c_scatter_elements_params_t", {
+        "rank": len(data_shape), "axis": axis, "axis_size": data_shape[axis], **fields,
+        "dims": _pad(index_shape, 1), "strides": _pad(_element_strides(data_shape), 0),
+    })
+    ctx.call("nn2c_scatter_elements", params, ctx.ptr(indices), ctx.ptr(updates), ctx.ptr(out))
+
+
+@lowering("SCATTER_ND_UPDATE")
+def scatter_nd_update(node: Node, ctx: EmitContext) -> None:
+    data, indices, updates, out, fields = _scatter_common(node, ctx)
+    shape = list(data.type.shape)
+    depth = indices.type.shape[-1] if indices.type.shape else 0
+    if not 0 < depth <= min(len(shape), MAX_RANK):
+        raise ctx.unsupported(f"index tuples of {depth} values for a rank-{len(shape)} input")
+    expected = [*indices.type.shape[:-1], *shape[depth:]]
+    if list(updates.type.shape) != expected:
+        raise InvalidModelError(f"{node.where()}: updates {list(updates.type.shape)} are not {expected} (the indices' "
+                                "leading shape, then the data's shape after the indexed axes)")
+    _copy_data(ctx, data, out)
+    if indices.type.num_elements == 0 or out.type.num_elements == 0:
+        return
+    ctx.use_kernel("movement")
+    params = ctx.params_struct("nn2c_scatter_nd_params_t", {
+        "count": indices.type.num_elements // depth, "depth": depth, "inner": prod(shape[depth:]), **fields,
+        "dims": _pad(shape[:depth], 1), "strides": _pad([prod(shape[j + 1:depth]) for j in range(depth)], 0),
+    })
+    ctx.call("nn2c_scatter_nd", params, ctx.ptr(indices), ctx.ptr(updates), ctx.ptr(out))
+
+
+@lowering("TENSOR_SCATTER")
+def tensor_scatter(node: Node, ctx: EmitContext) -> None:
+    cache, update, write, out = node.inputs[0], node.inputs[1], node.input(2), node.outputs[0]
+    assert cache is not None and update is not None
+    _same_dtype(ctx, cache, out)
+    _same_dtype(ctx, update, out)
+    shape, axis = list(cache.type.shape), int(node.attrs["axis"])
+    if update.type.quant != cache.type.quant:
+        raise ctx.unsupported("cache and update of different quantization")
+    _copy_data(ctx, cache, out)
+    if update.type.num_elements == 0 or out.type.num_elements == 0:
+        return
+    ctx.use_kernel("movement")
+    params = ctx.params_struct("nn2c_tensor_scatter_params_t", {
+        "batch": shape[0], "outer": prod(shape[1:axis]), "max_len": shape[axis], "len": update.type.shape[axis],
+        "inner_bytes": prod(shape[axis + 1:]) * dtype_bytes(out.type.dtype),
+        "index_bytes": _index_bytes(ctx, write) if write is not None else 4,
+        "circular": int(bool(node.attrs.get("circular"))),
+    })
+    ctx.call("nn2c_tensor_scatter", params, ctx.ptr(update), ctx.ptr(write) if write is not None else "NULL",
+             ctx.ptr(out))
 
 
 @lowering("EMBEDDING_LOOKUP")

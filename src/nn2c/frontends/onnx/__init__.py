@@ -18,6 +18,8 @@ compute the same function:
   Concat, Unsqueeze... on constants become nodes that the constant-folding pass evaluates. Integer
   shape arithmetic that ONNX shape inference cannot evaluate is folded first (fold.py).
 - Identity and Dropout become IDENTITY nodes (removed by passes/simplify.py).
+- Model-local functions are inlined; an operator without a converter that ONNX defines as a
+  function of other operators (the losses) is replaced by that function's body (functions.py).
 
 Shapes come from ONNX shape inference (symbolic dimensions are fixed to 1). Errors name the ONNX
 node: `ONNX node #index 'name' (OpType): ...`.
@@ -38,6 +40,7 @@ from typing import Any
 from nn2c.errors import InvalidModelError
 from nn2c.frontends.onnx.context import CONVERTERS, ConversionContext, converts, load_converters
 from nn2c.frontends.onnx.fold import bind_range_lengths, fold_shape_arithmetic, unshaped_outputs
+from nn2c.frontends.onnx.functions import expand_schema_functions, inline_local_functions
 from nn2c.frontends.onnx.inference import infer_shapes_isolated
 from nn2c.frontends.onnx.model import (
     MAX_OPSET,
@@ -67,7 +70,8 @@ def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False
         except Exception as exc:
             raise InvalidModelError(f"{path}: ONNX shape inference failed ({str(exc).splitlines()[0][:200]})") from None
 
-    model = infer(model)
+    model = infer(inline_local_functions(model))
+    model = expand_schema_functions(model, load_converters(), infer)
     if unshaped_outputs(model):  # shape arithmetic that inference did not evaluate: fold it, infer again
         model = fold_shape_arithmetic(model, infer)
     if unshaped_outputs(model):  # run-time Range lengths that the declared output shapes fix

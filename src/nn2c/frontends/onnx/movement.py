@@ -1,6 +1,6 @@
 """Indexing, rearranging and resizing: DepthToSpace, SpaceToDepth, Resize / Upsample, Tile, Expand,
 GatherElements, GatherND, Compress, CumSum, OneHot, Range, EyeLike, Trilu, ReverseSequence,
-ScatterND, ScatterElements.
+ScatterND, ScatterElements, TensorScatter.
 
 - DepthToSpace / SpaceToDepth (NCHW) -> RESHAPE to 6-D, TRANSPOSE, RESHAPE (one strided copy):
   DCR splits the channels as [b, b, C'], CRD as [C', b, b].
@@ -8,15 +8,17 @@ ScatterND, ScatterElements.
   run-time, or from constant `sizes` as sizes / input, keep_aspect_ratio_policy applied), roi for
   tf_crop_and_resize; opset 10 and Upsample are asymmetric + floor. antialias is refused.
 - Tile -> TILE, Expand -> BROADCAST_TO (output shape from shape inference); GatherElements /
-  GatherND with constant indices -> GATHER_ELEMENTS / GATHER_ND (one index map), GatherND with
-  run-time indices -> GATHER_ND (negative indices wrap).
+  GatherND -> GATHER_ELEMENTS / GATHER_ND: one index map with constant indices, a run-time index
+  kernel otherwise (negative indices wrap).
 - Compress: constant condition -> GATHER of the kept indices; a run-time one -> COMPRESS when the
   output size is static (the count of true entries must equal it), else refused (data-dependent).
 - CumSum -> CUMSUM, CumProd -> CUMPROD (a run-time axis is read by the kernel). OneHot -> ONE_HOT (depth from the
   output shape). Range -> a constant when its inputs are, else RANGE with the static length.
 - EyeLike -> a constant. Trilu and ReverseSequence with constant k / lengths -> INDEX_MAP.
 - ScatterND / ScatterElements (reduction none) with constant indices -> CONCATENATION of the
-  flattened data and updates, then INDEX_MAP (run-time data and updates; run-time indices refused).
+  flattened data and updates, then INDEX_MAP (run-time data and updates); with run-time indices or a
+  reduction (add, mul, max, min) -> SCATTER_ND_UPDATE / SCATTER_ELEMENTS.
+- TensorScatter (KV-cache write) -> TENSOR_SCATTER.
 """
 
 from __future__ import annotations
@@ -223,9 +225,12 @@ def _const_indices(c: ConversionContext, node: Any, i: int) -> np.ndarray | None
 def _gather_elements(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
     indices = _const_indices(c, node, 1)
-    if indices is None:
-        raise unsupported("GatherElements with run-time indices (only constant indices are supported)")
     axis = int(a.get("axis", 0)) % max(len(x.type.shape), 1)
+    if indices is None:
+        idx_v = c.value(node.input[1])
+        out = c.output(node, dtype=x.type.dtype, shape=list(idx_v.type.shape), quant=x.type.quant)
+        c.emit("GATHER_ELEMENTS", [x, idx_v], [out], {"axis": axis})
+        return
     n = x.type.shape[axis]
     if np.any((indices < -n) | (indices >= n)):
         raise invalid(f"an index is outside [-{n}, {n})")
@@ -240,10 +245,7 @@ def _gather_nd(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     indices = _const_indices(c, node, 1)
     out = c.output(node, quant=x.type.quant)
     if indices is None:
-        if batch_dims:
-            raise unsupported("GatherND with batch_dims and run-time indices")
-        idx_v = c.value(node.input[1])
-        c.emit("GATHER_ND", [x, idx_v], [out], {"batch_dims": 0, "wrap_negative": True})
+        c.emit("GATHER_ND", [x, c.value(node.input[1])], [out], {"batch_dims": batch_dims, "wrap_negative": True})
         return
     depth = indices.shape[-1]
     lead = x.type.shape[batch_dims:batch_dims + depth]
@@ -362,8 +364,6 @@ def _scatter(c: ConversionContext, node: Any, a: dict[str, Any], positions: np.n
     """out = data with out.flat[positions[k]] = updates.flat[k]: one INDEX_MAP over the flattened
     data and updates, concatenated (later updates win on repeated positions)."""
     data, updates = c.value(node.input[0]), c.value(node.input[2])
-    if _text(a, "reduction", "none") != "none":
-        raise unsupported(f"reduction {_text(a, 'reduction', 'none')!r} (only 'none' is supported)")
     if data.type.dtype != updates.type.dtype or data.type.quant != updates.type.quant:
         raise unsupported("data and updates of different types or quantization")
     n, name = data.type.num_elements, node.output[0]
@@ -377,17 +377,30 @@ def _scatter(c: ConversionContext, node: Any, a: dict[str, Any], positions: np.n
     c.emit("INDEX_MAP", [flat, c.int32(table.astype(np.int32).reshape(out.type.shape), f"{name}/map")], [out])
 
 
-def _scatter_indices(c: ConversionContext, node: Any) -> np.ndarray:
+def _scatter_indices(c: ConversionContext, node: Any, a: dict[str, Any]) -> np.ndarray | None:
+    """The constant indices of a scatter that one index map computes (reduction none), else None:
+    run-time indices or a reduction go to the SCATTER_* kernels."""
+    if _text(a, "reduction", "none") != "none":
+        return None
     indices = _const_indices(c, node, 1)
-    if indices is None:
-        raise unsupported(f"{node.op_type} with run-time indices (only constant indices are supported)")
-    return indices.astype(np.int64)
+    return None if indices is None else indices.astype(np.int64)
 
+
+def _scatter_runtime(c: ConversionContext, node: Any, a: dict[str, Any], op: str, attrs: dict[str, Any]) -> None:
+    data, indices, updates = (c.value(n) for n in node.input[:3])
+    reduction = _text(a, "reduction", "none")
+    if reduction not in ("none", "add", "mul", "max", "min"):
+        raise invalid(f"reduction {reduction!r}")
+    out = c.output(node, dtype=data.type.dtype, shape=data.type.shape, quant=data.type.quant)
+    c.emit(op, [data, indices, updates], [out], {**attrs, "reduction": reduction})
 
 @converts("ScatterND")
 def _scatter_nd(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     data = c.value(node.input[0])
-    indices = _scatter_indices(c, node)
+    indices = _scatter_indices(c, node, a)
+    if indices is None:
+        _scatter_runtime(c, node, a, "SCATTER_ND_UPDATE", {})
+        return
     shape = data.type.shape
     depth = indices.shape[-1]
     lead = np.asarray(shape[:depth], dtype=np.int64)
@@ -403,12 +416,36 @@ def _scatter_nd(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
 @converts("ScatterElements", "Scatter")
 def _scatter_elements(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     data = c.value(node.input[0])
-    indices = _scatter_indices(c, node)
+    indices = _scatter_indices(c, node, a)
     shape = data.type.shape
     axis = int(a.get("axis", 0)) % len(shape)
+    if indices is None:
+        _scatter_runtime(c, node, a, "SCATTER_ELEMENTS", {"axis": axis})
+        return
     n = shape[axis]
     if np.any((indices < -n) | (indices >= n)):
         raise invalid("a ScatterElements index is outside the axis")
     coords: list[np.ndarray] = list(np.indices(indices.shape))
     coords[axis] = np.where(indices < 0, indices + n, indices)
     _scatter(c, node, a, np.ravel_multi_index(tuple(coords), shape).reshape(-1))
+
+
+@converts("TensorScatter")
+def _tensor_scatter(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    cache, update = c.value(node.input[0]), c.value(node.input[1])
+    write = c.optional(node, 2)
+    shape, rank = list(cache.type.shape), len(cache.type.shape)
+    axis = int(a.get("axis", -2))
+    axis = axis + rank if axis < 0 else axis
+    if not 1 <= axis < rank:
+        raise invalid(f"axis {a.get('axis', -2)} for a rank-{rank} cache (the batch axis 0 cannot be the sequence)")
+    mode = _text(a, "mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise invalid(f"mode {mode!r} (linear or circular)")
+    upd = list(update.type.shape)
+    if len(upd) != rank or any(upd[d] != shape[d] for d in range(rank) if d != axis) or upd[axis] > shape[axis]:
+        raise invalid(f"update {upd} does not fit the cache {shape} along axis {axis}")
+    if write is not None and write.type.num_elements != shape[0]:
+        raise invalid(f"write_indices holds {write.type.num_elements} values for a batch of {shape[0]}")
+    out = c.output(node, dtype=cache.type.dtype, shape=shape, quant=cache.type.quant)
+    c.emit("TENSOR_SCATTER", [cache, update, write], [out], {"axis": axis, "circular": mode == "circular"})

@@ -10,6 +10,12 @@ and a DEQUANTIZE commutes with them) are evaluated and lowered through one offse
 - RESIZE: ONNX Resize on float32 (inputs x, scales, optional roi; attrs mode, coord, nearest_mode,
   cubic_a, exclude_outside, extrapolation_value, scale_axes).
 - COMPRESS (run-time condition, static output size), ONE_HOT, RANGE (run-time scalars, static size).
+- SCATTER_ELEMENTS / SCATTER_ND_UPDATE: ONNX ScatterElements (attr axis) / ScatterND (TensorFlow's
+  tensor_scatter_nd_update; TFLite's SCATTER_ND scatters into zeros instead) with run-time indices:
+  inputs data, indices, updates; attr reduction none / add / mul / max / min. An index outside its
+  axis skips its update (onnxruntime fails the run).
+- TENSOR_SCATTER: ONNX TensorScatter (a KV-cache write): inputs past cache, update, optional
+  write_indices; attrs axis (>= 1), circular.
 """
 
 from __future__ import annotations
@@ -47,6 +53,9 @@ FACTS: dict[str, OpInfo] = {
     "EMBEDDING_LOOKUP": OpInfo("movement", data_inputs=(1,)),
     "DYNAMIC_UPDATE_SLICE": OpInfo("movement", data_inputs=(0, 1)),
     "COMPRESS": OpInfo("movement"),
+    "SCATTER_ELEMENTS": OpInfo("movement", data_inputs=(0, 2)),
+    "SCATTER_ND_UPDATE": OpInfo("movement", data_inputs=(0, 2)),
+    "TENSOR_SCATTER": OpInfo("movement", data_inputs=(0, 1), int8="tied"),
     "RESIZE_NEAREST_NEIGHBOR": OpInfo("resize", int8="tied"),
     "RESIZE_BILINEAR": OpInfo("resize", int8="tied"),
     "RESIZE": OpInfo("resize", int8="tied", int8_attr_limit=_nearest_only),
