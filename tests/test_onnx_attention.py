@@ -20,7 +20,7 @@ from onnx import TensorProto  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
-from nn2c.errors import UnsupportedOpError  # noqa: E402
+from nn2c.errors import InvalidModelError  # noqa: E402
 from nn2c.verify.build import build, run  # noqa: E402
 from tests.test_onnx_models import OnnxBuilder, assert_matches_ort  # noqa: E402
 
@@ -143,12 +143,39 @@ def test_constant_attention_is_folded(tmp_path):
     assert_matches_ort(path, tmp_path, count=1)
 
 
-def test_nonpad_kv_seqlen_is_refused_in_one_line(tmp_path):
+def test_nonpad_kv_seqlen_matches_onnx_reference(tmp_path):
+    """An external KV cache: per-batch counts of valid keys given at run time (the counts past K's
+    length and 0 included), with causal and window masks aligned to each batch's last valid key."""
+    b = OnnxBuilder(opset=24)
+    q, k, v = b.input([2, 2, 3, 4], name="q"), b.input([2, 2, 7, 4], name="k"), b.input([2, 2, 7, 3], name="v")
+    lengths = b.input([2], INT64, name="n")
+    outs = [b.node("Attention", [q, k, v, "", "", "", lengths]),
+            b.node("Attention", [q, k, v, "", "", "", lengths], is_causal=1),
+            b.node("Attention", [q, k, v, b.input([3, 7], name="m"), "", "", lengths], is_causal=1)]
+    model = b.model(outs)
+    path = tmp_path / "nonpad.onnx"
+    onnx.save(model, path)
+    result = compile_model(path, CompileOptions(name="model"))
+    result.write(tmp_path / "model", force=True)
+    exe = build(tmp_path / "model", tmp_path / "runner")
+    rng = np.random.default_rng(4)
+    for counts in ([6, 3], [9, 0]):
+        feeds = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+                 for i in model.graph.input if i.name != "n"}
+        feeds["n"] = np.array(counts, np.int64)
+        expected = ReferenceEvaluator(model).run(None, feeds)
+        ours = run(exe, [[feeds[v.name] for v in result.graph.inputs]], result.graph.inputs, result.graph.outputs)[0]
+        for got, want in zip(ours, expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_nonpad_kv_seqlen_with_a_past_cache_is_refused_in_one_line(tmp_path):
     b = OnnxBuilder(opset=24)
     q, k, v = b.input([1, 2, 3, 4]), b.input([1, 2, 5, 4]), b.input([1, 2, 5, 4])
+    past_k, past_v = b.input([1, 2, 2, 4]), b.input([1, 2, 2, 4])
     lengths = b.input([1], INT64)
-    path = b.save(tmp_path / "nonpad.onnx", [b.node("Attention", [q, k, v, "", "", "", lengths], is_causal=1)])
-    with pytest.raises(UnsupportedOpError, match="nonpad_kv_seqlen") as info:
+    path = b.save(tmp_path / "nonpad.onnx", [b.node("Attention", [q, k, v, "", past_k, past_v, lengths])])
+    with pytest.raises(InvalidModelError, match="nonpad_kv_seqlen cannot be combined") as info:
         compile_model(path, CompileOptions())
     assert "\n" not in str(info.value)
 

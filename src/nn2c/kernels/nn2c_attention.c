@@ -2,6 +2,7 @@
 #include "nn2c_attention.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Is key j visible from query position pos (= i + causal_offset) under the causal / window rules? */
 static int nn2c_attention_visible(const nn2c_attention_params_t *p, int32_t pos, int32_t j) {
@@ -20,11 +21,11 @@ static int nn2c_attention_visible(const nn2c_attention_params_t *p, int32_t pos,
 
 /* row[j] = the additive bias of every key; returns whether any key is not -inf (attendable). */
 static int nn2c_attention_bias(const nn2c_attention_params_t *p, const float *mask_f, const uint8_t *mask_b,
-                               int32_t mask_offset, int32_t pos, float *row) {
+                               int32_t mask_offset, int32_t pos, int32_t valid, float *row) {
     int open = 0;
     for (int32_t j = 0; j < p->kv_len; ++j) {
         float bias = -INFINITY;
-        if (nn2c_attention_visible(p, pos, j)) {
+        if (j < valid && nn2c_attention_visible(p, pos, j)) {
             if (mask_f != NULL) {
                 bias = j < p->mask_len ? mask_f[mask_offset + j] : -INFINITY;
             } else if (mask_b != NULL) {
@@ -71,9 +72,26 @@ static float nn2c_attention_dot(const float *a, const float *b, int32_t n) {
     return total;
 }
 
+/* The valid key count of batch b (nonpad_kv_seqlen), kept within +-2^30 so that positions stay in int32. */
+static int32_t nn2c_attention_valid(const nn2c_attention_params_t *p, const void *nonpad, int32_t b) {
+    int64_t n;
+    if (p->nonpad_bytes == 8) {
+        memcpy(&n, (const uint8_t *)nonpad + (size_t)b * 8u, 8);
+    } else {
+        int32_t n32;
+        memcpy(&n32, (const uint8_t *)nonpad + (size_t)b * 4u, 4);
+        n = n32;
+    }
+    const int64_t limit = (int64_t)1 << 30;
+    return (int32_t)(n < -limit ? -limit : (n > limit ? limit : n));
+}
+
 void nn2c_attention_f32(const nn2c_attention_params_t *p, const float *q, const float *k, const float *v,
-                        const float *mask_f, const uint8_t *mask_b, float *y, float *qk, float *row) {
+                        const float *mask_f, const uint8_t *mask_b, const void *nonpad, float *y, float *qk,
+                        float *row) {
     for (int32_t b = 0; b < p->batch; ++b) {
+        const int32_t valid = nonpad != NULL ? nn2c_attention_valid(p, nonpad, b) : p->kv_len;
+        const int32_t offset = nonpad != NULL ? valid - p->q_len : p->causal_offset;
         for (int32_t h = 0; h < p->q_heads; ++h) {
             const int32_t kvh = h / p->kv_group;
             const float *kh = k + b * p->k_stride[0] + kvh * p->k_stride[1];
@@ -83,7 +101,7 @@ void nn2c_attention_f32(const nn2c_attention_params_t *p, const float *q, const 
                 float *yi = y + b * p->y_stride[0] + h * p->y_stride[1] + i * p->y_stride[2];
                 float *qki = qk == NULL ? NULL : qk + (((b * p->q_heads) + h) * p->q_len + i) * p->kv_len;
                 const int32_t mask_offset = b * p->mask_stride[0] + h * p->mask_stride[1] + i * p->mask_stride[2];
-                const int open = nn2c_attention_bias(p, mask_f, mask_b, mask_offset, i + p->causal_offset, row);
+                const int open = nn2c_attention_bias(p, mask_f, mask_b, mask_offset, i + offset, valid, row);
                 for (int32_t j = 0; j < p->kv_len; ++j) {
                     float logit = nn2c_attention_dot(qi, kh + j * p->k_stride[2], p->head_dim) * p->scale;
                     if (p->softcap > 0.0f) {

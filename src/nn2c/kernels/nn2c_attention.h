@@ -27,10 +27,14 @@ typedef struct {
     int32_t left_window, right_window;       /* -1: unbounded */
     int32_t qk_mode;
     float scale, softcap;                    /* softcap 0: none */
+    int32_t nonpad_bytes;                    /* 4 or 8: nonpad_kv_seqlen is int32 / int64 */
 } nn2c_attention_params_t;
 
+/* nonpad (may be NULL): ONNX nonpad_kv_seqlen, the count n[b] of valid keys per batch; keys j >= n[b]
+ * are masked and the causal / window position of query row i is i + n[b] - q_len. */
 void nn2c_attention_f32(const nn2c_attention_params_t *p, const float *q, const float *k, const float *v,
-                        const float *mask_f, const uint8_t *mask_b, float *y, float *qk, float *row);
+                        const float *mask_f, const uint8_t *mask_b, const void *nonpad, float *y, float *qk,
+                        float *row);
 
 /* RotaryEmbedding: per (batch, head, row) of x (strides as above, same for the output), with
  * c = cos[b, row, i], s = sin[b, row, i] (cos / sin contiguous [B or 1, S, rotary_dim / 2]; batch

@@ -366,6 +366,28 @@ void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *upda
     }
 }
 
+void nn2c_reverse_sequence(const nn2c_reverse_sequence_params_t *p, const void *input, const void *lengths,
+                           void *output) {
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    const int32_t es = p->elem_size;
+    int32_t index[NN2C_MOVE_MAX_RANK] = {0};
+    int32_t strides[NN2C_MOVE_MAX_RANK];
+    int32_t total = 1;
+    for (int32_t d = p->rank - 1; d >= 0; --d) {
+        strides[d] = total;
+        total *= p->dims[d];
+    }
+    for (int32_t i = 0; i < total; ++i, out += es) {
+        const int32_t t = index[p->seq_dim];
+        int64_t length = nn2c_move_index(lengths, index[p->batch_dim], p->index_bytes);
+        length = length < 0 ? 0 : (length > p->dims[p->seq_dim] ? p->dims[p->seq_dim] : length);
+        const int32_t source = t < length ? (int32_t)length - 1 - t : t;
+        nn2c_move_elem(out, in + (size_t)(i + (source - t) * strides[p->seq_dim]) * (size_t)es, es);
+        nn2c_move_next(index, p->dims, p->rank);
+    }
+}
+
 void nn2c_dynamic_update_slice(const nn2c_update_slice_params_t *p, const void *operand, const void *update,
                                const void *start, void *output) {
     const int32_t last = p->rank - 1;

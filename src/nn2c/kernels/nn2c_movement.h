@@ -102,6 +102,17 @@ typedef struct {
 void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *update, const void *write_indices,
                          void *output);
 
+/* REVERSE_SEQUENCE (ONNX ReverseSequence, TFLite REVERSE_SEQUENCE) with run-time lengths: along
+ * seq_dim, the first lengths[b] elements of batch b (b: the coordinate on batch_dim) are reversed,
+ * the rest copied; a length is clamped to [0, dims[seq_dim]]. */
+typedef struct {
+    int32_t rank, seq_dim, batch_dim, elem_size, index_bytes;
+    int32_t dims[NN2C_MOVE_MAX_RANK];
+} nn2c_reverse_sequence_params_t;
+
+void nn2c_reverse_sequence(const nn2c_reverse_sequence_params_t *p, const void *input, const void *lengths,
+                           void *output);
+
 /* DYNAMIC_UPDATE_SLICE: output = operand with the update block written at start (run-time
  * indices, each clamped to [0, dim - update_dim] as TFLM does). */
 typedef struct {

@@ -33,8 +33,11 @@ def as_heads(x: np.ndarray, heads: int) -> np.ndarray:
     return x.reshape(b, s, heads, hidden // heads).transpose(0, 2, 1, 3)
 
 
-def attention_bias(node: Node, mask: np.ndarray | None, q_len: int, kv_len: int) -> np.ndarray:
-    """The additive bias (broadcastable to [B, Hq, Sq, Skv]) of the mask, causal and window terms."""
+def attention_bias(node: Node, mask: np.ndarray | None, q_len: int, kv_len: int,
+                   nonpad: np.ndarray | None = None) -> np.ndarray:
+    """The additive bias (broadcastable to [B, Hq, Sq, Skv]) of the mask, causal and window terms;
+    nonpad (nonpad_kv_seqlen, [B]): keys from n[b] on are masked, and the causal / window position of
+    row i is i + n[b] - Sq."""
     attrs = node.attrs
     bias = np.zeros((q_len, kv_len))
     if mask is not None:
@@ -44,9 +47,14 @@ def attention_bias(node: Node, mask: np.ndarray | None, q_len: int, kv_len: int)
         if width > 0:
             mask = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, width)], constant_values=-np.inf)
         bias = bias + mask
-    offset = int(attrs.get("causal_offset", 0))
+    offset: int | np.ndarray = int(attrs.get("causal_offset", 0))
+    if nonpad is not None:
+        valid = np.clip(nonpad.astype(np.int64).reshape(-1, 1, 1, 1), -(2**30), 2**30)
+        offset = valid - q_len
     diff = np.arange(q_len)[:, None] + offset - np.arange(kv_len)[None, :]  # (i + offset) - j
-    allowed = np.ones((q_len, kv_len), dtype=bool)
+    allowed = np.ones(diff.shape, dtype=bool)
+    if nonpad is not None:
+        allowed &= np.arange(kv_len) < valid
     if attrs.get("is_causal"):
         allowed &= diff >= 0
     left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
@@ -86,7 +94,8 @@ def attention(node: Node, arrays: Arrays) -> list[np.ndarray]:
         cap = float(node.attrs.get("softcap", 0.0))
         if cap > 0:
             logits = cap * np.tanh(logits / cap)
-        bias = attention_bias(node, mask, q.shape[2], k.shape[2])
+        nonpad = np.asarray(arrays[4]) if node.input(4) is not None and len(arrays) > 4 else None
+        bias = attention_bias(node, mask, q.shape[2], k.shape[2], nonpad)
         biased = logits + bias
         probs = _softmax(biased)
         fully_masked = np.isneginf(np.max(np.broadcast_to(bias, biased.shape), axis=-1, keepdims=True))

@@ -558,6 +558,17 @@ def _scatter_nd_update(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [out]
 
 
+@evaluator("REVERSE_SEQUENCE")
+def _reverse_sequence(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x = np.asarray(arrays[0])
+    seq, batch = int(node.attrs["seq_dim"]), int(node.attrs["batch_dim"])
+    lengths = np.clip(np.asarray(arrays[1]).astype(np.int64).reshape(-1), 0, x.shape[seq])
+    idx = np.indices(x.shape)
+    t, length = idx[seq], lengths[idx[batch]]
+    idx[seq] = np.where(t < length, length - 1 - t, t)
+    return [x[tuple(idx)]]
+
+
 @evaluator("TENSOR_SCATTER")
 def _tensor_scatter(node: Node, arrays: Arrays) -> list[np.ndarray]:
     cache, update = np.asarray(arrays[0]), np.asarray(arrays[1])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.errors import InvalidModelError
-from nn2c.ir import Node, Value
+from nn2c.ir import Node, Value, dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _check_views(ctx: EmitContext, q: HeadView, k: HeadView, v: HeadView, y: Hea
 
 @lowering("ATTENTION")
 def attention(node: Node, ctx: EmitContext) -> None:
-    q_in, k_in, v_in, mask = (node.input(i) for i in range(4))
+    q_in, k_in, v_in, mask, nonpad = (node.input(i) for i in range(5))
     if q_in is None or k_in is None or v_in is None or not 1 <= len(node.outputs) <= 2:
         raise ctx.unsupported("ATTENTION needs Q, K, V and one or two outputs")
     y_out = node.outputs[0]
@@ -109,6 +109,8 @@ def attention(node: Node, ctx: EmitContext) -> None:
             raise ctx.unsupported(f"attn_mask of {mask.type.dtype} (float32 and bool are supported)")
         strides, mask_len = mask_strides(ctx, mask, (q.batch, q.heads, q.rows), k.rows)
         mask_f, mask_b = (ctx.ptr(mask), "NULL") if mask.type.dtype == "float32" else ("NULL", ctx.ptr(mask))
+    if nonpad is not None and (nonpad.type.dtype not in ("int32", "int64") or nonpad.type.num_elements != q.batch):
+        raise ctx.unsupported(f"nonpad_kv_seqlen {nonpad.type} is not {q.batch} int32 / int64 counts")
     if y_out.type.num_elements == 0:
         return
     ctx.use_kernel("attention")
@@ -123,10 +125,11 @@ def attention(node: Node, ctx: EmitContext) -> None:
         "right_window": int(node.attrs.get("right_window_size", -1)),
         "qk_mode": mode, "scale": float(node.attrs.get("scale", 1.0)),
         "softcap": float(node.attrs.get("softcap", 0.0)),
+        "nonpad_bytes": dtype_bytes(nonpad.type.dtype) if nonpad is not None else 4,
     })
     row = ctx.scratch(4 * max(k.rows, 1))
     ctx.call("nn2c_attention_f32", params, ctx.ptr(q_in), ctx.ptr(k_in), ctx.ptr(v_in), mask_f, mask_b,
-             ctx.ptr(y_out), ctx.ptr(qk_out), f"(float *){row}")
+             ctx.ptr(nonpad), ctx.ptr(y_out), ctx.ptr(qk_out), f"(float *){row}")
 
 
 @lowering("ROTARY_EMBEDDING")

@@ -351,6 +351,27 @@ def scatter_nd_update(node: Node, ctx: EmitContext) -> None:
     ctx.call("nn2c_scatter_nd", params, ctx.ptr(indices), ctx.ptr(updates), ctx.ptr(out))
 
 
+@lowering("REVERSE_SEQUENCE")
+def reverse_sequence(node: Node, ctx: EmitContext) -> None:
+    x, lengths, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and lengths is not None
+    _same_dtype(ctx, x, out)
+    shape = list(x.type.shape)
+    seq, batch = int(node.attrs["seq_dim"]), int(node.attrs["batch_dim"])
+    if not 2 <= len(shape) <= MAX_RANK or not (0 <= seq < len(shape) and 0 <= batch < len(shape)) or seq == batch:
+        raise ctx.unsupported(f"seq_dim {seq} / batch_dim {batch} of a rank-{len(shape)} input")
+    if lengths.type.num_elements != shape[batch]:
+        raise InvalidModelError(f"{node.where()}: {lengths.type.num_elements} lengths for a batch of {shape[batch]}")
+    if out.type.num_elements == 0:
+        return
+    ctx.use_kernel("movement")
+    params = ctx.params_struct("nn2c_reverse_sequence_params_t", {
+        "rank": len(shape), "seq_dim": seq, "batch_dim": batch, "elem_size": dtype_bytes(x.type.dtype),
+        "index_bytes": _index_bytes(ctx, lengths), "dims": _pad(shape, 1),
+    })
+    ctx.call("nn2c_reverse_sequence", params, ctx.ptr(x), ctx.ptr(lengths), ctx.ptr(out))
+
+
 @lowering("TENSOR_SCATTER")
 def tensor_scatter(node: Node, ctx: EmitContext) -> None:
     cache, update, write, out = node.inputs[0], node.inputs[1], node.input(2), node.outputs[0]

@@ -12,11 +12,12 @@ qk_matmul_output?), following onnx.reference's op_attention.py:
   factor float32(sqrt(scale))^2 (default scale 1 / sqrt(D)).
 - softmax_precision is accepted and the softmax computed in float32 (the float32 cases of the
   suite ask for float32 or double; the difference is within float tolerance).
-- nonpad_kv_seqlen (opset 24, a run-time per-batch key count) is refused.
+- nonpad_kv_seqlen (opset 24, a run-time per-batch count of valid keys, an external cache): keys
+  from that count on are masked, and the causal / window position of query row i is i + count - Sq.
 
 RotaryEmbedding (opset 23) -> ROTARY_EMBEDDING(x, cos, sin): with constant position_ids the caches
 are gathered at import (cos_cache[position_ids] -> [B, S, R / 2] constants); run-time position ids
-are refused (nn2c has no int64 run-time indices).
+gather the rows at run time (GATHER; an id outside the cache reads zeros).
 - LinearAttention (opset 27) -> LINEAR_ATTENTION (float32): decay is required by the gated rules
   and refused by the others, beta likewise by the delta rules (as the operator's definition says);
   decay has Hkv or Hkv * dk values per token, beta Hkv or 1; chunk_size is a tuning hint.
@@ -91,8 +92,8 @@ def _scale(a: dict[str, Any], head_dim: int) -> float:
 def _attention(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     q, k, v = (c.value(node.input[i]) for i in range(3))
     mask, past_key, past_value, nonpad = (c.optional(node, i) for i in range(3, 7))
-    if nonpad is not None:
-        raise unsupported("nonpad_kv_seqlen (a run-time count of valid keys per batch) is not supported")
+    if nonpad is not None and past_key is not None:
+        raise invalid("nonpad_kv_seqlen cannot be combined with past_key / past_value (it describes an external cache)")
     if (past_key is None) != (past_value is None):
         raise invalid("past_key and past_value must be given together")
     for x, what in ((q, "Q"), (k, "K"), (v, "V"), (past_key, "past_key"), (past_value, "past_value")):
@@ -125,14 +126,28 @@ def _attention(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     outputs = [y]
     if len(node.output) > 3 and node.output[3]:
         outputs.append(c.output(node, 3))
-    c.emit("ATTENTION", [q, k_read, v_read, mask], outputs, attrs)
+    c.emit("ATTENTION", [q, k_read, v_read, mask, nonpad], outputs, attrs)
+
+
+def _gather_rows(c: ConversionContext, table: Value, ids: Value, name: str) -> Value:
+    """table[ids]: rows of a [positions, R / 2] cache for run-time position ids [B, S]."""
+    if len(table.type.shape) != 2:
+        raise invalid(f"a cos / sin cache of shape {list(table.type.shape)} (2-D [positions, rotary_dim / 2] is "
+                      "needed with position_ids)")
+    rows = c.new(name, table.type.dtype, [*ids.type.shape, table.type.shape[1]])
+    c.emit("GATHER", [table, ids], [rows], {"axis": 0, "batch_dims": 0})
+    return rows
 
 
 @converts("RotaryEmbedding")
 def _rotary_embedding(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
     cos, sin = c.value(node.input[1]), c.value(node.input[2])
-    if c.optional(node, 3) is not None:
+    ids_v = c.optional(node, 3)
+    if ids_v is not None and c.data(ids_v) is None:  # run-time positions: gather the cache rows
+        cos, sin = (_gather_rows(c, table, ids_v, f"{node.output[0]}/{what}")
+                    for table, what in ((cos, "cos"), (sin, "sin")))
+    elif ids_v is not None:
         ids = c.const_input(node, 3, "position_ids").astype(np.int64)
         tables = [c.data(cos), c.data(sin)]
         if tables[0] is None or tables[1] is None:

@@ -14,7 +14,8 @@ ScatterND, ScatterElements, TensorScatter.
   output size is static (the count of true entries must equal it), else refused (data-dependent).
 - CumSum -> CUMSUM, CumProd -> CUMPROD (a run-time axis is read by the kernel). OneHot -> ONE_HOT (depth from the
   output shape). Range -> a constant when its inputs are, else RANGE with the static length.
-- EyeLike -> a constant. Trilu and ReverseSequence with constant k / lengths -> INDEX_MAP.
+- EyeLike -> a constant. Trilu and ReverseSequence with constant k / lengths -> INDEX_MAP;
+  ReverseSequence with run-time lengths -> REVERSE_SEQUENCE.
 - ScatterND / ScatterElements (reduction none) with constant indices -> CONCATENATION of the
   flattened data and updates, then INDEX_MAP (run-time data and updates); with run-time indices or a
   reduction (add, mul, max, min) -> SCATTER_ND_UPDATE / SCATTER_ELEMENTS.
@@ -347,9 +348,19 @@ def _trilu(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
 @converts("ReverseSequence")
 def _reverse_sequence(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
-    lengths = np.asarray(c.const_input(node, 1, "sequence_lens")).reshape(-1).astype(np.int64)
     batch_axis, time_axis = int(a.get("batch_axis", 1)), int(a.get("time_axis", 0))
     shape = x.type.shape
+    if len(shape) < 2 or {batch_axis, time_axis} != {0, 1}:
+        raise invalid(f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 (in either order) of a "
+                      f"rank >= 2 input, got rank {len(shape)}")
+    lengths_v = c.value(node.input[1])
+    if lengths_v.type.num_elements != shape[batch_axis]:
+        raise invalid(f"sequence_lens holds {lengths_v.type.num_elements} values for a batch of {shape[batch_axis]}")
+    if c.data(lengths_v) is None:
+        out = c.output(node, dtype=x.type.dtype, shape=shape, quant=x.type.quant)
+        c.emit("REVERSE_SEQUENCE", [x, lengths_v], [out], {"seq_dim": time_axis, "batch_dim": batch_axis})
+        return
+    lengths = np.asarray(c.const_input(node, 1, "sequence_lens")).reshape(-1).astype(np.int64)
     idx = np.indices(shape)
     t, b = idx[time_axis], idx[batch_axis]
     length = lengths[b]

@@ -1,6 +1,6 @@
 """Operator facts: scaled dot-product attention (nn2c-internal, from ONNX Attention, opsets 23..25).
 
-- ATTENTION: inputs (Q, K, V, attn_mask), outputs (Y, qk_output). Q / Y are [B, Hq, Sq, D] or
+- ATTENTION: inputs (Q, K, V, attn_mask, nonpad_kv_seqlen), outputs (Y, qk_output). Q / Y are [B, Hq, Sq, D] or
   [B, Sq, Hq * D] (3-D with attrs q_num_heads), K / V likewise with kv_num_heads; every input is
   run-time data. The past / present key-value cache is plain data movement the frontend emits
   (CONCATENATION along the sequence axis); the kernel only sees the concatenated K / V and the
@@ -21,7 +21,7 @@ from __future__ import annotations
 from nn2c.ir.ops.info import OpInfo
 
 FACTS: dict[str, OpInfo] = {
-    "ATTENTION": OpInfo("other", data_inputs=(0, 1, 2, 3)),
+    "ATTENTION": OpInfo("other", data_inputs=(0, 1, 2, 3, 4)),
     "ROTARY_EMBEDDING": OpInfo("other", data_inputs=(0, 1, 2)),
     "LINEAR_ATTENTION": OpInfo("other", data_inputs=(0, 1, 2, 3, 4, 5)),
 }

@@ -14,6 +14,8 @@ and a DEQUANTIZE commutes with them) are evaluated and lowered through one offse
   tensor_scatter_nd_update; TFLite's SCATTER_ND scatters into zeros instead) with run-time indices:
   inputs data, indices, updates; attr reduction none / add / mul / max / min. An index outside its
   axis skips its update (onnxruntime fails the run).
+- REVERSE_SEQUENCE (as TFLite: attrs seq_dim, batch_dim) with run-time lengths; constant lengths
+  become an INDEX_MAP.
 - TENSOR_SCATTER: ONNX TensorScatter (a KV-cache write): inputs past cache, update, optional
   write_indices; attrs axis (>= 1), circular.
 """
@@ -56,6 +58,7 @@ FACTS: dict[str, OpInfo] = {
     "SCATTER_ELEMENTS": OpInfo("movement", data_inputs=(0, 2)),
     "SCATTER_ND_UPDATE": OpInfo("movement", data_inputs=(0, 2)),
     "TENSOR_SCATTER": OpInfo("movement", data_inputs=(0, 1), int8="tied"),
+    "REVERSE_SEQUENCE": _mover(),
     "RESIZE_NEAREST_NEIGHBOR": OpInfo("resize", int8="tied"),
     "RESIZE_BILINEAR": OpInfo("resize", int8="tied"),
     "RESIZE": OpInfo("resize", int8="tied", int8_attr_limit=_nearest_only),
