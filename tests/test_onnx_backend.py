@@ -38,10 +38,10 @@ CLAIMED_OPS = frozenset({
     "Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GridSample",
     "GroupNormalization", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization",
     "IsInf", "IsNaN", "LRN", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
-    "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "MaxPool", "Mean", "MeanVarianceNormalization",
+    "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "MaxPool", "MaxUnpool", "Mean", "MeanVarianceNormalization",
     "MelWeightMatrix", "Mish", "Mod", "Neg", "Not", "OneHot", "Or", "PRelu", "Pow", "QLinearConv", "QLinearMatMul",
     "QuantizeLinear", "RMSNormalization", "RNN", "Range", "Reciprocal", "ReduceMax", "ReduceMin",
-    "ReduceProd", "Relu", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
+    "ReduceProd", "Relu", "ReverseSequence", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
     "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
     "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Sum", "SwiGLU", "Swish", "Tan",
     "Tanh", "TensorScatter", "ThresholdedRelu", "Transpose", "Trilu", "Upsample", "Where", "Xor",
@@ -57,15 +57,6 @@ LOSS_CASES = (
     "test_nllloss_NCd1d2d3d4d5_mean_weight", "test_sce_mean_weight_ii_3d_log_prob",
     "test_sce_NCd1d2d3d4d5_none_no_weight_expanded", "test_sce_sum_log_prob",
 )
-
-# Cases of claimed operator types that take a run-time int64 operand (applicable since 2026-11-24) and
-# that nn2c still refuses, with the refusal they must give: one passing is a reminder to delete its entry
-REFUSED_INT64_CASES = {
-    "test_maxpool_with_argmax_2d_precomputed_pads": "the Indices output of MaxPool",
-    "test_maxpool_with_argmax_2d_precomputed_strides": "the Indices output of MaxPool",
-    **{f"test_rotary_embedding{suffix}": "the position_ids input must be a constant"
-       for suffix in ("", "_3d_input", "_interleaved", "_with_interleaved_rotary_dim", "_with_rotary_dim")},
-}
 
 CASES = ci_subset(applicable_cases(), CLAIMED_OPS)
 _CHOSEN = {case.name for case in CASES}
@@ -83,12 +74,6 @@ def test_loss_case(case: BackendCase):
     assert outcome.status == PASS, outcome.summary()
 
 
-def test_refused_int64_cases_are_claimed_cases():
-    """An entry naming no case of a claimed operator would check nothing."""
-    claimed = {case.name for case in applicable_cases() if case.op_type in CLAIMED_OPS}
-    assert sorted(set(REFUSED_INT64_CASES) - claimed) == []
-
-
 def test_claimed_operators_are_real_operator_types():
     """A misspelt CLAIMED_OPS entry would silently test nothing."""
     known = {case.op_type for case in applicable_cases()}
@@ -98,10 +83,7 @@ def test_claimed_operators_are_real_operator_types():
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_backend_case(case: BackendCase):
     outcome = run_isolated(case)
-    if case.name in REFUSED_INT64_CASES:
-        assert outcome.status == REFUSED and REFUSED_INT64_CASES[case.name] in outcome.reason, (
-            f"{outcome.summary()} (delete it from REFUSED_INT64_CASES if it passes)")
-    elif case.op_type in CLAIMED_OPS:
+    if case.op_type in CLAIMED_OPS:
         assert outcome.status == PASS, outcome.summary()
     else:  # not implemented yet: refusing or computing wrong numbers is expected, a compiler bug is not
         assert outcome.status in (PASS, REFUSED, MISMATCH), outcome.summary()

@@ -106,6 +106,10 @@ def _runtime_indices(b: OnnxBuilder) -> list[str]:
     outs.append(b.node("NegativeLogLikelihoodLoss", [x, target, b.const(np.array([1, 2, 0.5, 1, 3], np.float32))],
                        reduction="mean"))
     outs += b.node("SoftmaxCrossEntropyLoss", [x, target], outputs=2, reduction="none", ignore_index=4)
+    image = b.input([1, 2, 6, 5])  # SegNet's decoder: unpool at the encoder's argmax positions
+    pooled, where = b.node("MaxPool", [image], outputs=2, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1])
+    outs += [where, b.node("MaxUnpool", [b.node("Relu", [pooled]), where], kernel_shape=[2, 2], strides=[2, 2])]
+    outs.append(b.node("MaxPool", [image], outputs=2, kernel_shape=[3, 2], storage_order=1)[1])
     return outs
 
 

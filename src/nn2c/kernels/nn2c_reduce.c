@@ -286,6 +286,22 @@ void nn2c_window_pool_f32(const nn2c_window_params_t *p, const float *input, flo
     }
 }
 
+void nn2c_window_argmax_f32(const nn2c_window_params_t *p, const float *input, float *output, int64_t *indices,
+                            int32_t column_major) {
+    const int64_t plane_size = (int64_t)p->in[0] * p->in[1] * p->in[2];
+    NN2C_WINDOW_OUTPUTS(
+        float best = -FLT_MAX;
+        int64_t best_at = -1;
+        NN2C_WINDOW_TAPS(
+            if (best_at < 0 || input[at] > best) {
+                best = input[at];
+                best_at = column_major ? plane * plane_size + ((int64_t)i2 * p->in[1] + i1) * p->in[0] + i0
+                                       : (int64_t)at;
+            })
+        output[out_index] = best;
+        indices[out_index] = best_at;)
+}
+
 #define NN2C_WINDOW_MAX_INT(TYPE, LOWEST)                                                          \
     NN2C_WINDOW_OUTPUTS(                                                                           \
         TYPE best = LOWEST;                                                                        \

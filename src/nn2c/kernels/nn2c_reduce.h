@@ -85,6 +85,11 @@ typedef struct {
 } nn2c_window_params_t;
 
 void nn2c_window_pool_f32(const nn2c_window_params_t *p, const float *input, float *output);
+/* ONNX MaxPool with its Indices output: the max and the flat index of its first occurrence in the
+ * input, row-major over (N, C, spatial...) or, with column_major (storage_order 1), with the spatial
+ * dims in column-major order; a window without an inside tap gives -FLT_MAX and index -1. */
+void nn2c_window_argmax_f32(const nn2c_window_params_t *p, const float *input, float *output, int64_t *indices,
+                            int32_t column_major);
 /* integer max pooling (mode must be MAX) */
 void nn2c_window_max_s8(const nn2c_window_params_t *p, const int8_t *input, int8_t *output);
 void nn2c_window_max_u8(const nn2c_window_params_t *p, const uint8_t *input, uint8_t *output);

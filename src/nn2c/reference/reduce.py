@@ -134,6 +134,12 @@ def window_pool(node: Node, arrays: Arrays) -> list[np.ndarray]:
                         int(a["dilations"][d]), pads[d]) for d in range(count)]
     y = np.zeros((x.shape[0], x.shape[1], prod(out.type.shape[2:])), dtype=np.float64)
     planes = x.reshape(x.shape[0], x.shape[1], *spatial)
+    with_indices = len(node.outputs) == 2
+    where = np.full(y.shape, -1, dtype=np.int64)
+    # the flat input index of each element: row-major, or spatial dims column-major (storage_order 1)
+    plane_offsets = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[0], x.shape[1], *[1] * count) * prod(spatial)
+    within = np.arange(prod(spatial)).reshape(spatial, order="F" if a.get("storage_order") else "C")
+    positions = plane_offsets + within
     for k, position in enumerate(itertools.product(*(range(n) for n in out.type.shape[2:]))):
         per_axis = [taps[d][position[d]] for d in range(count)]
         inside = [[t for t in axis_taps if 0 <= t < spatial[d]] for d, axis_taps in enumerate(per_axis)]
@@ -145,7 +151,11 @@ def window_pool(node: Node, arrays: Arrays) -> list[np.ndarray]:
         else:
             divisor = prod(len(t) for t in inside)
         y[:, :, k] = _pooled(flat, a["mode"], float(a.get("p", 2)), divisor)
-    return [y.reshape(out.type.shape).astype(numpy_dtype(out.type.dtype))]
+        if with_indices and flat is not None:
+            chosen = positions[np.ix_(range(x.shape[0]), range(x.shape[1]), *inside)].reshape(flat.shape)
+            where[:, :, k] = np.take_along_axis(chosen, np.argmax(flat, axis=-1)[..., None], axis=-1)[..., 0]
+    result = [y.reshape(out.type.shape).astype(numpy_dtype(out.type.dtype))]
+    return result + ([where.reshape(out.type.shape)] if with_indices else [])
 
 
 def hardmax_rows(shape: tuple[int, ...], axis: int, flatten: bool) -> tuple[int, int, int]:

@@ -12,7 +12,8 @@ WINDOW_POOL, as TFLite Micro (kernels/nn2c_reduce.c; MEAN / SUM / REDUCE_MAX are
   wins (strict > / <), or the last with the nn2c attribute select_last.
 - L2_POOL_2D (L2Prepare, reference_ops::L2Pool): float32 only; TFLite SAME / VALID geometry as the
   other pools; sqrt(sum of squares / in-bounds taps), then the fused activation clamp.
-- WINDOW_POOL (nn2c-only, from ONNX): channels-first, 1 to 3 spatial dims, attributes mode
+- WINDOW_POOL (nn2c-only, from ONNX): channels-first, 1 to 3 spatial dims (a float32 max pool may
+  have a second output, ONNX MaxPool's int64 Indices: nn2c_window_argmax_f32), attributes mode
   (max / avg / lp), p, kernel, strides, dilations, pads ([begin..., end...]), count_include_pad.
 - HARDMAX (nn2c-only, from ONNX): float32 rows (outer, axis, inner).
 """
@@ -209,7 +210,9 @@ def _check_window_geometry(node: Node, in_sizes: Sequence[int], out_sizes: Seque
 
 @lowering("WINDOW_POOL")
 def window_pool(node: Node, ctx: EmitContext) -> None:
-    x, out = _io(node, ctx)
+    indices = node.outputs[1] if len(node.outputs) == 2 else None
+    x, out = _io(node, ctx) if indices is None else (node.inputs[0], node.outputs[0])
+    assert x is not None
     rank = len(x.type.shape)
     count = rank - 2
     if not 1 <= count <= _WINDOW_DIMS or len(out.type.shape) != rank:
@@ -245,5 +248,12 @@ def window_pool(node: Node, ctx: EmitContext) -> None:
     }
     ctx.use_kernel("reduce")
     params = ctx.params_struct("nn2c_window_params_t", fields)
+    if indices is not None:
+        if mode != "max" or dtype != "float32" or indices.type.dtype != "int64" or indices.type.shape != out.type.shape:
+            raise ctx.unsupported(f"pooling indices of a {mode} pool of {dtype} into {indices.type} (the indices of "
+                                  "a float32 max pool, int64, shaped as the output, are supported)")
+        ctx.call("nn2c_window_argmax_f32", params, ctx.ptr(x), ctx.ptr(out), ctx.ptr(indices),
+                 str(int(node.attrs.get("storage_order", 0))))
+        return
     function = "nn2c_window_pool_f32" if dtype == "float32" else f"nn2c_window_max_{_SUFFIX[dtype]}"
     ctx.call(function, params, ctx.ptr(x), ctx.ptr(out))

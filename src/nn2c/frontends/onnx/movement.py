@@ -1,6 +1,6 @@
 """Indexing, rearranging and resizing: DepthToSpace, SpaceToDepth, Resize / Upsample, Tile, Expand,
 GatherElements, GatherND, Compress, CumSum, OneHot, Range, EyeLike, Trilu, ReverseSequence,
-ScatterND, ScatterElements, TensorScatter.
+ScatterND, ScatterElements, TensorScatter, MaxUnpool.
 
 - DepthToSpace / SpaceToDepth (NCHW) -> RESHAPE to 6-D, TRANSPOSE, RESHAPE (one strided copy):
   DCR splits the channels as [b, b, C'], CRD as [C', b, b].
@@ -20,6 +20,8 @@ ScatterND, ScatterElements, TensorScatter.
   flattened data and updates, then INDEX_MAP (run-time data and updates); with run-time indices or a
   reduction (add, mul, max, min) -> SCATTER_ND_UPDATE / SCATTER_ELEMENTS.
 - TensorScatter (KV-cache write) -> TENSOR_SCATTER.
+- MaxUnpool -> SCATTER_ND_UPDATE of the values into zeros of the output's size at the flat
+  positions the indices give (MaxPool's Indices output); the output shape from shape inference.
 """
 
 from __future__ import annotations
@@ -460,3 +462,22 @@ def _tensor_scatter(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
         raise invalid(f"write_indices holds {write.type.num_elements} values for a batch of {shape[0]}")
     out = c.output(node, dtype=cache.type.dtype, shape=shape, quant=cache.type.quant)
     c.emit("TENSOR_SCATTER", [cache, update, write], [out], {"axis": axis, "circular": mode == "circular"})
+
+
+@converts("MaxUnpool")
+def _max_unpool(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
+    x, indices = c.value(node.input[0]), c.value(node.input[1])
+    if indices.type.shape != x.type.shape:
+        raise invalid(f"indices {list(indices.type.shape)} and X {list(x.type.shape)} differ in shape")
+    out = c.output(node, dtype=x.type.dtype, quant=x.type.quant)
+    name, count = node.output[0], x.type.num_elements
+    from nn2c.ir import numpy_dtype
+
+    zero = int(x.type.quant.zero_point[0]) if x.type.quant is not None else 0  # real 0
+    zeros = c.const(np.full(out.type.num_elements, zero, dtype=numpy_dtype(x.type.dtype)), f"{name}/zeros",
+                    x.type.quant)
+    flat = c.new(f"{name}/flat", x.type.dtype, [out.type.num_elements], x.type.quant)
+    c.emit("SCATTER_ND_UPDATE", [zeros, c.reshape(indices, [count, 1], f"{name}/positions"),
+                                 c.reshape(x, [count], f"{name}/values")], [flat], {"reduction": "none"})
+    c.emit("RESHAPE", [flat, c.int32(list(out.type.shape), f"{name}/shape")], [out],
+           {"new_shape": list(out.type.shape)})

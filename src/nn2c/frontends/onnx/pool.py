@@ -41,8 +41,11 @@ from nn2c.ir import Value
 @converts("MaxPool", "AveragePool")
 def _pool(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
-    if len(node.output) > 1 and node.output[1]:
-        raise unsupported("the Indices output of MaxPool is not supported")
+    if len(node.output) > 1 and node.output[1]:  # the Indices output: the channels-first window pool
+        if x.type.dtype != "float32":
+            raise unsupported(f"the Indices output of a MaxPool of {x.type.dtype} (float32 is supported)")
+        _window_pool(c, node, a, "max", indices=True)
+        return
     _, out_shape = c.out_type(node.output[0])
     kernel = [int(k) for k in a["kernel_shape"]]
     if _needs_window_pool(node.op_type, a, x, out_shape, kernel):
@@ -135,7 +138,7 @@ def _needs_window_pool(op_type: str, a: dict[str, Any], x: Value, out_shape: Seq
 
 
 def _window_pool(c: ConversionContext, node: Any, a: dict[str, Any], mode: str,
-                 kernel: Sequence[int] | None = None) -> None:
+                 kernel: Sequence[int] | None = None, indices: bool = False) -> None:
     """WINDOW_POOL in the ONNX layout (no transposes): explicit pads, dilations, ceil-mode sizes."""
     x = c.value(node.input[0])
     rank = len(x.type.shape)
@@ -154,7 +157,11 @@ def _window_pool(c: ConversionContext, node: Any, a: dict[str, Any], mode: str,
         raise unsupported(f"{node.op_type} of {x.type.dtype}")
     attrs = {"mode": mode, "kernel": kernel, "strides": strides, "dilations": dilations, "pads": pads,
              "count_include_pad": bool(a.get("count_include_pad", 0)), "p": float(a.get("p", 2))}
-    c.emit("WINDOW_POOL", [x], [out], attrs)
+    outputs = [out]
+    if indices:
+        outputs.append(c.output(node, 1, dtype="int64", shape=out.type.shape))
+        attrs["storage_order"] = int(a.get("storage_order", 0))
+    c.emit("WINDOW_POOL", [x], outputs, attrs)
 
 
 @converts("LpPool")

@@ -6,7 +6,9 @@
   nn2c-only attribute select_last picks the last extreme index (ONNX select_last_index).
 - L2_POOL_2D: TFLite's float NHWC L2 pool.
 - WINDOW_POOL (nn2c-only, from ONNX): a channels-first (N, C, spatial...) max / average / Lp pool
-  with explicit pads, dilations and ceil-mode output sizes, for what the NHWC pools cannot take.
+  with explicit pads, dilations and ceil-mode output sizes, for what the NHWC pools cannot take; a
+  float32 max pool may have a second output, the int64 flat input index of each maximum (ONNX
+  MaxPool's Indices; attr storage_order 1: spatial dims column-major).
 - HARDMAX (nn2c-only, from ONNX): one-hot of the first maximum along an axis.
 """
 
