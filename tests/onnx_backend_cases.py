@@ -118,7 +118,11 @@ def cases_from_generators() -> list[Entry]:
         from onnx.backend.test.case.node import collect_testcases
 
         raw = collect_testcases()
-    return [(c.name, c.model, tuple(c.data_sets[0][0]), tuple(c.data_sets[0][1])) for c in raw]
+    entries = []
+    for c in raw:
+        assert c.data_sets, f"{c.name} has no data set"  # node cases always have one (model cases may not)
+        entries.append((c.name, c.model, tuple(c.data_sets[0][0]), tuple(c.data_sets[0][1])))
+    return entries
 
 
 def cases_from_folder(folder: Path) -> list[Entry]:
@@ -284,16 +288,25 @@ def build_failure(case: BackendCase, exc: BuildError) -> Outcome:
     return _outcome(case, BUILD_FAILURE, "C compiler: " + re.sub(r"^.*?error: ", "", error), error)
 
 
-def run_case(case: BackendCase, workdir: Path) -> Outcome:
-    """Compile, build and run one case in workdir and judge the outputs; a non-nn2c exception escapes."""
+def compile_and_build(case: BackendCase, workdir: Path,
+                      builder: Callable[[Path, Path], Path]) -> tuple[Graph, Path] | Outcome:
+    """The case compiled and built by `builder(source dir, exe path)` (plain or sanitized): the graph
+    and the program, or the outcome that stopped it (a refusal, a C build failure)."""
     result = compile_case(case, workdir)
     if isinstance(result, Outcome):
         return result
-    graph = result.graph
     try:
-        exe = build(workdir / "model", workdir / "runner")
+        return result.graph, builder(workdir / "model", workdir / "runner")
     except BuildError as exc:
         return build_failure(case, exc)
+
+
+def run_case(case: BackendCase, workdir: Path) -> Outcome:
+    """Compile, build and run one case in workdir and judge the outputs; a non-nn2c exception escapes."""
+    built = compile_and_build(case, workdir, build)
+    if isinstance(built, Outcome):
+        return built
+    graph, exe = built
     try:
         records = [to_graph_layout(graph, [_array(a) for a in case.inputs])]
         ours = run(exe, records, graph.inputs, graph.outputs, timeout=CASE_TIMEOUT)[0]

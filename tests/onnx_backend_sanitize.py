@@ -38,8 +38,7 @@ from tests.onnx_backend_cases import (
     _array,
     _compiler_error,
     _outcome,
-    build_failure,
-    compile_case,
+    compile_and_build,
     judge_outputs,
     to_graph_layout,
 )
@@ -174,14 +173,10 @@ def sanitizer_reason(summary: str) -> str:
 
 def run_case_sanitized(case: BackendCase, workdir: Path) -> Outcome:
     """Compile; build with ASan + UBSan; run the case's inputs (judged) and the extreme records."""
-    result = compile_case(case, workdir)
-    if isinstance(result, Outcome):
-        return result
-    graph = result.graph
-    try:
-        exe = build_sanitized(workdir / "model", workdir / "runner")
-    except BuildError as exc:
-        return build_failure(case, exc)
+    built = compile_and_build(case, workdir, build_sanitized)
+    if isinstance(built, Outcome):
+        return built
+    graph, exe = built
     records = [("the case's inputs", to_graph_layout(graph, [_array(a) for a in case.inputs]))]
     records += extreme_records(graph.inputs, seed=zlib.crc32(case.name.encode()))
     judged = None
