@@ -119,6 +119,35 @@ def test_runtime_indices_and_loss_functions_match_onnxruntime(tmp_path: Path) ->
     assert_matches_ort(path, tmp_path, count=3)
 
 
+def test_roi_align_matches_onnx_reference(tmp_path: Path) -> None:
+    """Mask R-CNN's region pooling over a feature map, rois given at run time: inside, across and
+    beyond the image, tiny ones, adaptive and fixed sampling, both modes and both coordinate
+    conventions. The oracle is onnx.reference: onnxruntime's max mode is not the operator's
+    definition (its own warning says so) and it has no RoiAlign after opset 21."""
+    from onnx.reference import ReferenceEvaluator
+
+    from nn2c.verify.build import build, run
+
+    b = OnnxBuilder(opset=22, seed=3)
+    image, boxes = b.input([2, 3, 6, 5], name="image"), b.input([4, 4], name="boxes")
+    images = b.const(np.array([0, 1, 1, 0], np.int64))
+    outs = [b.node("RoiAlign", [image, boxes, images], output_height=2, output_width=3, spatial_scale=0.9),
+            b.node("RoiAlign", [image, boxes, images], output_height=3, output_width=2, sampling_ratio=2,
+                   coordinate_transformation_mode="output_half_pixel"),
+            b.node("RoiAlign", [image, boxes, images], output_height=2, output_width=2, mode="max")]
+    model = b.model(outs)
+    onnx.save(model, tmp_path / "roi.onnx")
+    result = compile_model(tmp_path / "roi.onnx", CompileOptions(name="model"))
+    exe = build(result.write(tmp_path / "model"), tmp_path / "runner")
+    feeds = {"image": np.random.default_rng(5).standard_normal((2, 3, 6, 5)).astype(np.float32),
+             "boxes": np.array([[0.5, 1.0, 4.0, 5.5], [-1.0, 0.0, 2.0, 9.0], [1.0, 1.0, 1.2, 1.1],
+                                [3.0, 4.0, 12.0, 10.0]], np.float32)}
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    ours = run(exe, [[feeds[v.name] for v in result.graph.inputs]], result.graph.inputs, result.graph.outputs)[0]
+    for got, want in zip(ours, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_model_local_functions_are_inlined(tmp_path: Path) -> None:
     """A model that calls a function it defines (torch.onnx export_modules_as_functions, onnxscript)."""
     h = onnx.helper
@@ -164,7 +193,7 @@ SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "
 
 def _runtime_operands_model(path: Path) -> Path:
     """Resize with run-time scales, OneHot / Range / CumSum / Compress / GatherND / GatherElements /
-    ScatterElements / ScatterND / TensorScatter with run-time operands: every output shape declared
+    ScatterElements / ScatterND / TensorScatter / RoiAlign with run-time operands: every output shape declared
     (as the ONNX backend cases do)."""
     h = onnx.helper
     f, i32 = TensorProto.FLOAT, TensorProto.INT32
@@ -172,12 +201,12 @@ def _runtime_operands_model(path: Path) -> Path:
         ("x", f, [1, 2, 4, 5]), ("scales", f, [4]), ("hot", f, [3]), ("start", f, []), ("delta", f, []),
         ("axis", i32, []), ("cond", TensorProto.BOOL, [4]), ("idx", i32, [3, 2]), ("ie", i32, [1, 2, 3, 5]),
         ("upd", f, [1, 2, 3, 5]), ("rows", f, [3, 4, 5]), ("cache", f, [2, 1, 4, 3]), ("new", f, [2, 1, 2, 3]),
-        ("write", i32, [2]))]
+        ("write", i32, [2]), ("rois", f, [2, 4]), ("images", i32, [2]))]
     outputs = [h.make_tensor_value_info(n, f, s) for n, s in (
         ("nearest", [1, 2, 8, 3]), ("linear", [1, 2, 8, 3]), ("cubic", [1, 2, 8, 3]), ("onehot", [3, 4]),
         ("range", [6]), ("cumsum", [1, 2, 4, 5]), ("compress", [1, 2, 2, 5]), ("gathered", [3, 4, 5]),
         ("elements", [1, 2, 3, 5]), ("scattered", [1, 2, 4, 5]), ("scattered_nd", [1, 2, 4, 5]),
-        ("present", [2, 1, 4, 3]))]
+        ("present", [2, 1, 4, 3]), ("aligned", [2, 2, 3, 2]), ("aligned_max", [2, 2, 3, 2]))]
     nodes = [h.make_node("Resize", ["x", "", "scales"], [name], mode=name) for name in ("nearest", "linear", "cubic")]
     nodes += [h.make_node("Constant", [], ["depth"], value=h.make_tensor("d", TensorProto.INT64, [], [4])),
               h.make_node("Constant", [], ["values"], value=h.make_tensor("v", f, [2], [-1.0, 2.0])),
@@ -190,7 +219,10 @@ def _runtime_operands_model(path: Path) -> Path:
               h.make_node("GatherElements", ["x", "ie"], ["elements"], axis=2),
               h.make_node("ScatterElements", ["x", "ie", "upd"], ["scattered"], axis=2, reduction="add"),
               h.make_node("ScatterND", ["x", "idx", "rows"], ["scattered_nd"], reduction="mul"),
-              h.make_node("TensorScatter", ["cache", "new", "write"], ["present"], mode="circular")]
+              h.make_node("TensorScatter", ["cache", "new", "write"], ["present"], mode="circular"),
+              h.make_node("RoiAlign", ["x", "rois", "images"], ["aligned"], output_height=3, output_width=2),
+              h.make_node("RoiAlign", ["x", "rois", "images"], ["aligned_max"], output_height=3, output_width=2,
+                          mode="max", sampling_ratio=2, coordinate_transformation_mode="output_half_pixel")]
     model = h.make_model(h.make_graph(nodes, "runtime", inputs, outputs), opset_imports=[h.make_opsetid("", 24)])
     model.ir_version = 8
     onnx.save(model, path)

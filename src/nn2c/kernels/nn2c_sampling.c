@@ -1,7 +1,8 @@
-/* GridSample, float32: see nn2c_sampling.h for the semantics (as onnx.reference's GridSample). */
+/* GridSample and RoiAlign, float32: see nn2c_sampling.h for the semantics (as onnx.reference's). */
 #include "nn2c_sampling.h"
 
 #include <math.h>
+#include <string.h>
 
 #define GS_MAX_TAPS 4
 
@@ -153,6 +154,118 @@ void nn2c_grid_sample_f32(const nn2c_grid_sample_params_t *p, const float *x, co
                     s0 += taps[0].weight[i] * s1;
                 }
                 y[((size_t)n * (size_t)p->channels + (size_t)c) * (size_t)p->positions + (size_t)pos] = s0;
+            }
+        }
+    }
+}
+
+/* One bilinear sample of RoiAlign: the four corner offsets and weights (onnxruntime's and the ONNX
+ * reference's pre_calc_for_bilinear_interpolate); a sample outside [-1, size] weighs nothing. */
+typedef struct {
+    int32_t pos[4];
+    float w[4];
+} nn2c_roi_sample_t;
+
+static nn2c_roi_sample_t nn2c_roi_sample(float y, float x, int32_t height, int32_t width) {
+    nn2c_roi_sample_t s = {{0, 0, 0, 0}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    if (!(y >= -1.0f && y <= (float)height && x >= -1.0f && x <= (float)width)) {
+        return s; /* also NaN */
+    }
+    y = y > 0.0f ? y : 0.0f;
+    x = x > 0.0f ? x : 0.0f;
+    int32_t y_low = (int32_t)y, x_low = (int32_t)x, y_high, x_high;
+    if (y_low >= height - 1) {
+        y_high = y_low = height - 1;
+        y = (float)y_low;
+    } else {
+        y_high = y_low + 1;
+    }
+    if (x_low >= width - 1) {
+        x_high = x_low = width - 1;
+        x = (float)x_low;
+    } else {
+        x_high = x_low + 1;
+    }
+    const float ly = y - (float)y_low, lx = x - (float)x_low, hy = 1.0f - ly, hx = 1.0f - lx;
+    s.pos[0] = y_low * width + x_low;
+    s.pos[1] = y_low * width + x_high;
+    s.pos[2] = y_high * width + x_low;
+    s.pos[3] = y_high * width + x_high;
+    s.w[0] = hy * hx;
+    s.w[1] = hy * lx;
+    s.w[2] = ly * hx;
+    s.w[3] = ly * lx;
+    return s;
+}
+
+/* Samples per bin along an axis: the given ratio, or ceil(extent / bins), within [1, limit]. */
+static int32_t nn2c_roi_grid(int32_t ratio, float extent, int32_t bins, int32_t limit) {
+    if (ratio > 0) {
+        return ratio;
+    }
+    const float n = ceilf(extent / (float)bins);
+    return n >= 1.0f ? (n < (float)limit ? (int32_t)n : limit) : 1;
+}
+
+void nn2c_roi_align_f32(const nn2c_roi_align_params_t *p, const float *x, const float *rois,
+                        const void *batch_indices, float *y) {
+    const int32_t plane = p->height * p->width;
+    const int32_t bins = p->pooled_h * p->pooled_w;
+    const float offset = p->half_pixel ? 0.5f : 0.0f;
+    for (int32_t r = 0; r < p->rois; ++r) {
+        float *out = y + (size_t)r * (size_t)p->channels * (size_t)bins;
+        int64_t image;
+        if (p->index_bytes == 8) {
+            memcpy(&image, (const uint8_t *)batch_indices + (size_t)r * 8u, 8);
+        } else {
+            int32_t image32;
+            memcpy(&image32, (const uint8_t *)batch_indices + (size_t)r * 4u, 4);
+            image = image32;
+        }
+        if (image < 0 || image >= p->batch) {
+            memset(out, 0, (size_t)p->channels * (size_t)bins * sizeof(float));
+            continue;
+        }
+        const float *box = rois + (size_t)r * 4u;
+        const float start_w = box[0] * p->spatial_scale - offset, start_h = box[1] * p->spatial_scale - offset;
+        float roi_w = box[2] * p->spatial_scale - offset - start_w, roi_h = box[3] * p->spatial_scale - offset - start_h;
+        if (!p->half_pixel) {
+            roi_w = roi_w > 1.0f ? roi_w : 1.0f;
+            roi_h = roi_h > 1.0f ? roi_h : 1.0f;
+        }
+        const float bin_h = roi_h / (float)p->pooled_h, bin_w = roi_w / (float)p->pooled_w;
+        const int32_t grid_h = nn2c_roi_grid(p->sampling_ratio, roi_h, p->pooled_h, p->height + 1);
+        const int32_t grid_w = nn2c_roi_grid(p->sampling_ratio, roi_w, p->pooled_w, p->width + 1);
+        const float count = (float)(grid_h * grid_w);
+        for (int32_t c = 0; c < p->channels; ++c) {
+            const float *data = x + ((size_t)image * (size_t)p->channels + (size_t)c) * (size_t)plane;
+            for (int32_t ph = 0; ph < p->pooled_h; ++ph) {
+                for (int32_t pw = 0; pw < p->pooled_w; ++pw) {
+                    float value = 0.0f;
+                    int first = 1;
+                    for (int32_t iy = 0; iy < grid_h; ++iy) {
+                        const float yy = start_h + (float)ph * bin_h + ((float)iy + 0.5f) * bin_h / (float)grid_h;
+                        for (int32_t ix = 0; ix < grid_w; ++ix) {
+                            const float xx =
+                                start_w + (float)pw * bin_w + ((float)ix + 0.5f) * bin_w / (float)grid_w;
+                            const nn2c_roi_sample_t s = nn2c_roi_sample(yy, xx, p->height, p->width);
+                            if (p->mode_max) {
+                                float v = s.w[0] * data[s.pos[0]];
+                                for (int k = 1; k < 4; ++k) {
+                                    const float t = s.w[k] * data[s.pos[k]];
+                                    v = t > v ? t : v;
+                                }
+                                value = first || v > value ? v : value;
+                                first = 0;
+                            } else {
+                                value += s.w[0] * data[s.pos[0]] + s.w[1] * data[s.pos[1]] + s.w[2] * data[s.pos[2]] +
+                                         s.w[3] * data[s.pos[3]];
+                            }
+                        }
+                    }
+                    out[(size_t)c * (size_t)bins + (size_t)(ph * p->pooled_w + pw)] =
+                        p->mode_max ? value : value / count;
+                }
             }
         }
     }

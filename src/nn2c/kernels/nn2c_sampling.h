@@ -32,4 +32,20 @@ typedef struct {
 
 void nn2c_grid_sample_f32(const nn2c_grid_sample_params_t *p, const float *x, const float *grid, float *y);
 
+/* ONNX RoiAlign (Mask R-CNN's region pooling), float32: for roi r (x1, y1, x2, y2 in input
+ * coordinates times spatial_scale, minus 0.5 with half_pixel) of image batch_indices[r], output
+ * [r, c, ph, pw] is the average (or the ONNX-defined max of the weighted corner values) over a
+ * grid of bilinear samples in its bin: sampling_ratio per axis, or ceil(roi size / output size)
+ * when 0 (limited to the input size + 1, which only a roi far beyond the image reaches). An index
+ * outside [0, batch) gives zeros. */
+typedef struct {
+    int32_t batch, channels, height, width;
+    int32_t rois, pooled_h, pooled_w, sampling_ratio;
+    int32_t half_pixel, mode_max, index_bytes;
+    float spatial_scale;
+} nn2c_roi_align_params_t;
+
+void nn2c_roi_align_f32(const nn2c_roi_align_params_t *p, const float *x, const float *rois,
+                        const void *batch_indices, float *y);
+
 #endif /* NN2C_SAMPLING_H */

@@ -127,6 +127,71 @@ def _grid_sample(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [grid_sample(x, grid, mode, padding, bool(node.attrs.get("align_corners", 0)))]
 
 
+def _roi_sample(y: float, x: float, height: int, width: int) -> tuple[list[int], list[float]]:
+    """The four corners and weights of one RoiAlign sample (nothing outside [-1, size])."""
+    if not (-1.0 <= y <= height and -1.0 <= x <= width):
+        return [0, 0, 0, 0], [0.0, 0.0, 0.0, 0.0]
+    y, x = max(y, 0.0), max(x, 0.0)
+    y_low, x_low = int(y), int(x)
+    if y_low >= height - 1:
+        y_low = y_high = height - 1
+        y = float(y_low)
+    else:
+        y_high = y_low + 1
+    if x_low >= width - 1:
+        x_low = x_high = width - 1
+        x = float(x_low)
+    else:
+        x_high = x_low + 1
+    ly, lx = y - y_low, x - x_low
+    hy, hx = 1.0 - ly, 1.0 - lx
+    return ([y_low * width + x_low, y_low * width + x_high, y_high * width + x_low, y_high * width + x_high],
+            [hy * hx, hy * lx, ly * hx, ly * lx])
+
+
+def _roi_grid(ratio: int, extent: float, bins: int, limit: int) -> int:
+    if ratio > 0:
+        return ratio
+    n = np.ceil(extent / bins)
+    return int(min(n, limit)) if n >= 1 else 1
+
+
+@evaluator("ROI_ALIGN")
+def _roi_align(node: Node, arrays: Arrays) -> list[np.ndarray]:
+    x = np.asarray(arrays[0], dtype=np.float64)
+    rois = np.asarray(arrays[1], dtype=np.float64).reshape(-1, 4)
+    images = np.asarray(arrays[2]).astype(np.int64).reshape(-1)
+    out = node.outputs[0]
+    batch, channels, height, width = x.shape
+    pooled_h, pooled_w = out.type.shape[2:]
+    a = node.attrs
+    half, scale, ratio = bool(a.get("half_pixel")), float(a.get("spatial_scale", 1.0)), int(a.get("sampling_ratio", 0))
+    y = np.zeros(out.type.shape, dtype=np.float64)
+    for r, (box, image) in enumerate(zip(rois, images, strict=True)):
+        if not 0 <= image < batch:
+            continue
+        start_w, start_h, end_w, end_h = (v * scale - (0.5 if half else 0.0) for v in box)
+        roi_w, roi_h = end_w - start_w, end_h - start_h
+        if not half:
+            roi_w, roi_h = max(roi_w, 1.0), max(roi_h, 1.0)
+        bin_h, bin_w = roi_h / pooled_h, roi_w / pooled_w
+        grid_h, grid_w = _roi_grid(ratio, roi_h, pooled_h, height + 1), _roi_grid(ratio, roi_w, pooled_w, width + 1)
+        planes = x[image].reshape(channels, -1)
+        for ph in range(pooled_h):
+            for pw in range(pooled_w):
+                values = []
+                for iy in range(grid_h):
+                    yy = start_h + ph * bin_h + (iy + 0.5) * bin_h / grid_h
+                    for ix in range(grid_w):
+                        xx = start_w + pw * bin_w + (ix + 0.5) * bin_w / grid_w
+                        pos, weights = _roi_sample(yy, xx, height, width)
+                        corners = np.stack([w * planes[:, k] for k, w in zip(pos, weights, strict=True)])
+                        values.append(corners.max(axis=0) if a.get("mode") == "max" else corners.sum(axis=0))
+                stacked = np.stack(values)
+                y[r, :, ph, pw] = stacked.max(axis=0) if a.get("mode") == "max" else stacked.sum(axis=0) / len(values)
+    return [y.astype(numpy_dtype(out.type.dtype))]
+
+
 @evaluator("BITCAST")
 def _bitcast(node: Node, arrays: Arrays) -> list[np.ndarray]:
     x, out = arrays[0], node.outputs[0]

@@ -5,6 +5,9 @@ x [N, C, D1..Dr] with r = 1..3 spatial axes (unit-padded in front to three for t
 mode / padding_mode / align_corners as reference/sampling.py states them; the kernel takes their
 codes (mode 0 nearest, 1 linear, 2 cubic; padding 0 zeros, 1 border, 2 reflection).
 
+ROI_ALIGN (ONNX RoiAlign): nn2c_roi_align_f32, the samples per bin computed at run time from each
+roi (sampling_ratio 0).
+
 BITCAST: the output is the input's bytes read as another dtype of the same size: no code, the
 output shares the input's memory (as a RESHAPE does).
 """
@@ -52,6 +55,32 @@ def grid_sample(node: Node, ctx: EmitContext) -> None:
         "align_corners": int(bool(node.attrs.get("align_corners", 0))),
     })
     ctx.call("nn2c_grid_sample_f32", params, ctx.ptr(x), ctx.ptr(grid), ctx.ptr(out))
+
+
+@lowering("ROI_ALIGN")
+def roi_align(node: Node, ctx: EmitContext) -> None:
+    x, rois, indices, out = node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]
+    assert x is not None and rois is not None and indices is not None
+    if any(v.type.dtype != "float32" for v in (x, rois, out)) or indices.type.dtype not in ("int32", "int64"):
+        raise ctx.unsupported("ROI_ALIGN of float32 data and rois with int32 / int64 batch indices is supported")
+    batch, channels, height, width = x.type.shape
+    count = rois.type.shape[0]
+    if list(out.type.shape[:2]) != [count, channels] or indices.type.num_elements != count:
+        raise ctx.unsupported(f"output {list(out.type.shape)} for {count} rois of {channels} channels")
+    scale = float(node.attrs.get("spatial_scale", 1.0))
+    if not math.isfinite(scale):
+        raise ctx.unsupported(f"spatial_scale {scale}")
+    if out.type.num_elements == 0:
+        return
+    ctx.use_kernel("sampling")
+    params = ctx.params_struct("nn2c_roi_align_params_t", {
+        "batch": batch, "channels": channels, "height": height, "width": width, "rois": count,
+        "pooled_h": out.type.shape[2], "pooled_w": out.type.shape[3],
+        "sampling_ratio": int(node.attrs.get("sampling_ratio", 0)), "half_pixel": int(bool(node.attrs.get("half_pixel"))),
+        "mode_max": int(node.attrs.get("mode") == "max"), "index_bytes": 8 if indices.type.dtype == "int64" else 4,
+        "spatial_scale": scale,
+    })
+    ctx.call("nn2c_roi_align_f32", params, ctx.ptr(x), ctx.ptr(rois), ctx.ptr(indices), ctx.ptr(out))
 
 
 @lowering("BITCAST")
