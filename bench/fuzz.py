@@ -1,6 +1,7 @@
 """Long fuzz campaign over the repo's models; writes the `fuzz` section of docs/BENCHMARKS.md.
 
     python bench/fuzz.py [--seconds 600] [--seed 0] [--keep DIR] [--no-write] [--formats onnx] [--no-execute]
+                         [--only scatter,gather]
 
 One campaign per format, --seconds each: the .tflite models under 400 KB and tests/assets' exports
 (fuzz/tflite_mutator.py); the ONNX seeds in models/onnx/ and every case of the ONNX backend node
@@ -87,15 +88,20 @@ FOUND_BACKEND: list[str] = [
 ]
 
 
-def backend_seeds(folder: Path) -> list[Path]:
-    """The ONNX backend suite's applicable cases that nn2c compiles, written to folder as .onnx files."""
-    from tests.onnx_backend_cases import applicable_cases
+def backend_seeds(folder: Path, only: list[str] | None = None) -> list[Path]:
+    """The ONNX backend suite's applicable cases that nn2c compiles, written to folder as .onnx files
+    (with `only`: the cases whose name or operator contains one of these substrings)."""
+    from tests.onnx_backend_cases import applicable_cases, select
 
     from nn2c.api import CompileOptions, compile_model
     from nn2c.errors import NN2CError
 
+    cases = applicable_cases()
+    if only:
+        chosen = {c.name for part in only for c in select(cases, part)}
+        cases = [c for c in cases if c.name in chosen]
     seeds = []
-    for case in applicable_cases():
+    for case in cases:
         path = folder / f"{case.name}.onnx"
         path.write_bytes(case.model.SerializeToString())
         try:
@@ -135,7 +141,11 @@ def main() -> int:
                         help="ONNX seeds: only models/onnx/, not the backend suite's cases")
     parser.add_argument("--no-execute", action="store_true",
                         help="do not build and run the ONNX mutants that compile")
+    parser.add_argument("--only", default=None,
+                        help="backend seeds: only the cases whose name or operator contains one of these "
+                             "comma-separated substrings (a campaign aimed at some operators)")
     args = parser.parse_args()
+    only = [part.strip() for part in args.only.split(",") if part.strip()] if args.only else None
     logging.disable(logging.WARNING)  # onnxruntime / onnx chatter on hostile models
     warnings.simplefilter("ignore", RuntimeWarning)  # numpy on NaN / inf weights; the error that follows says it
     keep = args.keep or Path(tempfile.mkdtemp(prefix="nn2c_fuzz_failures_"))
@@ -145,7 +155,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nn2c_fuzz_seeds_") as seed_dir:
         if "onnx" in formats and not args.no_backend_seeds:
             started = time.monotonic()
-            backend = backend_seeds(Path(seed_dir))
+            backend = backend_seeds(Path(seed_dir), only)
             print(f"{len(backend)} backend cases compile ({time.monotonic() - started:.0f} s)", flush=True)
             onnx_models += backend
         execute = None
@@ -164,12 +174,15 @@ def main() -> int:
     lines = [
         "## Fuzzing the importers",
         "",
-        f"Written by `bench/fuzz.py --seconds {args.seconds:g} --seed {args.seed}` ({args.seconds / 60:g} min per "
+        f"Written by `bench/fuzz.py --seconds {args.seconds:g} --seed {args.seed}"
+        + (f" --only {','.join(only)}" if only else "") + f"` ({args.seconds / 60:g} min per "
         "format, one process, compiled in-process, 30 s limit per input, address space "
         f"capped at 8 GiB). Seeds: the {len(TFLITE_MODELS)} repo .tflite models under 400 KB; the "
         f"{len(ONNX_MODELS)} ONNX models of `models/onnx/`"
         + (f" and the {backend_count} cases of the ONNX backend node suite that nn2c compiles (generated from the "
            "installed onnx package)" if backend_count else "")
+        + (f", only those whose name or operator contains {', '.join(repr(o) for o in only)} (`--only`)"
+           if only and backend_count else "")
         + ". TFLite mutants: flatbuffer fields overwritten in place "
         "(shapes, buffer/tensor indices, scales, zero points, quantization axes, opcode versions). ONNX mutants: "
         "protobuf fields (dims, initializer data and types, node inputs/outputs and cycles, attributes, Reshape "
