@@ -148,6 +148,15 @@ def test_roi_align_matches_onnx_reference(tmp_path: Path) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_operators_defined_as_onnx_functions_compile(tmp_path: Path) -> None:
+    """CenterCropPad has no converter: ONNX defines it as a function, whose body nn2c compiles."""
+    b = OnnxBuilder(opset=20, seed=1)
+    x = b.input([2, 3, 7, 5])
+    outs = [b.node("CenterCropPad", [x, b.const(np.array([4, 8], np.int64))], axes=[2, 3]),
+            b.node("CenterCropPad", [x, b.const(np.array([2, 9, 5, 2], np.int64))])]
+    assert_matches_ort(b.save(tmp_path / "crop.onnx", outs), tmp_path, count=2)
+
+
 def test_model_local_functions_are_inlined(tmp_path: Path) -> None:
     """A model that calls a function it defines (torch.onnx export_modules_as_functions, onnxscript)."""
     h = onnx.helper
