@@ -20,6 +20,7 @@ compute the same function:
 - Identity and Dropout become IDENTITY nodes (removed by passes/simplify.py).
 - Model-local functions are inlined; an operator without a converter that ONNX defines as a
   function of other operators (the losses) is replaced by that function's body (functions.py).
+  An If whose condition static shapes and constants decide becomes the branch it takes (control.py).
 
 Shapes come from ONNX shape inference (symbolic dimensions are fixed to 1). Errors name the ONNX
 node: `ONNX node #index 'name' (OpType): ...`.
@@ -39,6 +40,7 @@ from typing import Any
 
 from nn2c.errors import InvalidModelError
 from nn2c.frontends.onnx.context import CONVERTERS, ConversionContext, converts, load_converters
+from nn2c.frontends.onnx.control import inline_constant_ifs
 from nn2c.frontends.onnx.fold import bind_range_lengths, fold_shape_arithmetic, unshaped_outputs
 from nn2c.frontends.onnx.functions import expand_schema_functions, inline_local_functions
 from nn2c.frontends.onnx.inference import infer_shapes_isolated
@@ -72,6 +74,8 @@ def load_onnx(path: str | Path, data: bytes | None = None, nhwc_io: bool = False
 
     model = infer(inline_local_functions(model))
     model = expand_schema_functions(model, load_converters(), infer)
+    model = inline_constant_ifs(model, infer)
+    model = expand_schema_functions(model, load_converters(), infer)  # functions a taken branch calls
     if unshaped_outputs(model):  # shape arithmetic that inference did not evaluate: fold it, infer again
         model = fold_shape_arithmetic(model, infer)
     if unshaped_outputs(model):  # run-time Range lengths that the declared output shapes fix
