@@ -210,12 +210,13 @@ def _runtime_operands_model(path: Path) -> Path:
         ("x", f, [1, 2, 4, 5]), ("scales", f, [4]), ("hot", f, [3]), ("start", f, []), ("delta", f, []),
         ("axis", i32, []), ("cond", TensorProto.BOOL, [4]), ("idx", i32, [3, 2]), ("ie", i32, [1, 2, 3, 5]),
         ("upd", f, [1, 2, 3, 5]), ("rows", f, [3, 4, 5]), ("cache", f, [2, 1, 4, 3]), ("new", f, [2, 1, 2, 3]),
-        ("write", i32, [2]), ("rois", f, [2, 4]), ("images", i32, [2]))]
+        ("write", i32, [2]), ("rois", f, [2, 4]), ("images", i32, [2]), ("write64", TensorProto.INT64, [2]))]
     outputs = [h.make_tensor_value_info(n, f, s) for n, s in (
         ("nearest", [1, 2, 8, 3]), ("linear", [1, 2, 8, 3]), ("cubic", [1, 2, 8, 3]), ("onehot", [3, 4]),
         ("range", [6]), ("cumsum", [1, 2, 4, 5]), ("compress", [1, 2, 2, 5]), ("gathered", [3, 4, 5]),
         ("elements", [1, 2, 3, 5]), ("scattered", [1, 2, 4, 5]), ("scattered_nd", [1, 2, 4, 5]),
-        ("present", [2, 1, 4, 3]), ("aligned", [2, 2, 3, 2]), ("aligned_max", [2, 2, 3, 2]))]
+        ("present", [2, 1, 4, 3]), ("aligned", [2, 2, 3, 2]), ("aligned_max", [2, 2, 3, 2]),
+        ("present_linear", [2, 1, 4, 3]), ("present_circular", [2, 1, 4, 3]))]
     nodes = [h.make_node("Resize", ["x", "", "scales"], [name], mode=name) for name in ("nearest", "linear", "cubic")]
     nodes += [h.make_node("Constant", [], ["depth"], value=h.make_tensor("d", TensorProto.INT64, [], [4])),
               h.make_node("Constant", [], ["values"], value=h.make_tensor("v", f, [2], [-1.0, 2.0])),
@@ -229,6 +230,8 @@ def _runtime_operands_model(path: Path) -> Path:
               h.make_node("ScatterElements", ["x", "ie", "upd"], ["scattered"], axis=2, reduction="add"),
               h.make_node("ScatterND", ["x", "idx", "rows"], ["scattered_nd"], reduction="mul"),
               h.make_node("TensorScatter", ["cache", "new", "write"], ["present"], mode="circular"),
+              h.make_node("TensorScatter", ["cache", "new", "write64"], ["present_linear"]),
+              h.make_node("TensorScatter", ["cache", "new", "write64"], ["present_circular"], mode="circular"),
               h.make_node("RoiAlign", ["x", "rois", "images"], ["aligned"], output_height=3, output_width=2),
               h.make_node("RoiAlign", ["x", "rois", "images"], ["aligned_max"], output_height=3, output_width=2,
                           mode="max", sampling_ratio=2, coordinate_transformation_mode="output_half_pixel")]
@@ -249,7 +252,10 @@ def test_runtime_operand_kernels_are_sanitizer_clean_on_extreme_inputs(tmp_path:
         record = []
         for value in result.graph.inputs:
             dtype = np.dtype(value.type.dtype)
-            fill = floats if dtype.kind == "f" else (flags if dtype.kind == "b" else ints)
+            if dtype.kind in "iu" and ints in (-(2**31), 2**31 - 1):  # the type's own limits (int64 too)
+                fill = np.iinfo(dtype).min if ints < 0 else np.iinfo(dtype).max
+            else:
+                fill = floats if dtype.kind == "f" else (flags if dtype.kind == "b" else ints)
             record.append(np.full(value.type.shape, fill, dtype=dtype))
         records.append(record)
     outputs = run(exe, records, result.graph.inputs, result.graph.outputs)

@@ -349,14 +349,20 @@ void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *upda
     uint8_t *out = (uint8_t *)output;
     const size_t block = (size_t)p->inner_bytes;
     for (int32_t b = 0; b < p->batch; ++b) {
-        const int64_t start = write_indices != NULL ? nn2c_move_index(write_indices, b, p->index_bytes) : 0;
+        int64_t start = write_indices != NULL ? nn2c_move_index(write_indices, b, p->index_bytes) : 0;
+        /* brought near [0, max_len] first, so that start + s cannot overflow */
+        if (p->circular) {
+            start %= p->max_len;
+            start += start < 0 ? p->max_len : 0;
+        } else if (start < -(int64_t)p->len || start > p->max_len) {
+            start = p->max_len; /* every position outside: nothing written */
+        }
         for (int32_t o = 0; o < p->outer; ++o) {
             uint8_t *rows = out + ((size_t)b * (size_t)p->outer + (size_t)o) * (size_t)p->max_len * block;
             for (int32_t s = 0; s < p->len; ++s, src += block) {
                 int64_t at = start + s;
                 if (p->circular) {
                     at %= p->max_len;
-                    at += at < 0 ? p->max_len : 0;
                 }
                 if (at >= 0 && at < p->max_len) {
                     memcpy(rows + (size_t)at * block, src, block);
