@@ -41,7 +41,7 @@ CLAIMED_OPS = frozenset({
     "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "MaxPool", "MaxUnpool", "Mean", "MeanVarianceNormalization",
     "MelWeightMatrix", "Mish", "Mod", "Neg", "Not", "OneHot", "Or", "PRelu", "Pow", "QLinearConv", "QLinearMatMul",
     "QuantizeLinear", "RMSNormalization", "RNN", "Range", "Reciprocal", "ReduceMax", "ReduceMin",
-    "ReduceProd", "Relu", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
+    "ReduceProd", "Relu", "Resize", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
     "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
     "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Sum", "SwiGLU", "Swish", "Tan",
     "Tanh", "TensorScatter", "ThresholdedRelu", "Transpose", "Trilu", "Upsample", "Where", "Xor",

@@ -64,6 +64,13 @@ def _resize(b: OnnxBuilder) -> list[str]:
     roi = b.const(np.array([0, 0, 0.2, 0.1, 1, 1, 0.9, 1.3], np.float32))
     outs.append(b.node("Resize", [x, roi, empty, sizes], mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
                        extrapolation_value=-7.0))
+    # antialias (torchvision's resize(antialias=True)): downsampling widens the filter
+    big = b.input([1, 2, 17, 12])
+    small = b.const(np.array([1, 2, 5, 7], np.int64))
+    outs.append(b.node("Resize", [big, "", "", small], mode="linear", antialias=1))
+    outs.append(b.node("Resize", [big, "", "", small], mode="cubic", antialias=1, exclude_outside=1))
+    outs.append(b.node("Resize", [big, "", b.const(np.array([1, 1, 0.3, 1.5], np.float32))], mode="linear",
+                       antialias=1, coordinate_transformation_mode="pytorch_half_pixel"))
     return outs
 
 
@@ -212,12 +219,14 @@ def _runtime_operands_model(path: Path) -> Path:
         ("upd", f, [1, 2, 3, 5]), ("rows", f, [3, 4, 5]), ("cache", f, [2, 1, 4, 3]), ("new", f, [2, 1, 2, 3]),
         ("write", i32, [2]), ("rois", f, [2, 4]), ("images", i32, [2]), ("write64", TensorProto.INT64, [2]))]
     outputs = [h.make_tensor_value_info(n, f, s) for n, s in (
-        ("nearest", [1, 2, 8, 3]), ("linear", [1, 2, 8, 3]), ("cubic", [1, 2, 8, 3]), ("onehot", [3, 4]),
+        ("nearest", [1, 2, 8, 3]), ("linear", [1, 2, 8, 3]), ("cubic", [1, 2, 8, 3]), ("antialiased", [1, 2, 8, 3]),
+        ("onehot", [3, 4]),
         ("range", [6]), ("cumsum", [1, 2, 4, 5]), ("compress", [1, 2, 2, 5]), ("gathered", [3, 4, 5]),
         ("elements", [1, 2, 3, 5]), ("scattered", [1, 2, 4, 5]), ("scattered_nd", [1, 2, 4, 5]),
         ("present", [2, 1, 4, 3]), ("aligned", [2, 2, 3, 2]), ("aligned_max", [2, 2, 3, 2]),
         ("present_linear", [2, 1, 4, 3]), ("present_circular", [2, 1, 4, 3]))]
     nodes = [h.make_node("Resize", ["x", "", "scales"], [name], mode=name) for name in ("nearest", "linear", "cubic")]
+    nodes.append(h.make_node("Resize", ["x", "", "scales"], ["antialiased"], mode="cubic", antialias=1))
     nodes += [h.make_node("Constant", [], ["depth"], value=h.make_tensor("d", TensorProto.INT64, [], [4])),
               h.make_node("Constant", [], ["values"], value=h.make_tensor("v", f, [2], [-1.0, 2.0])),
               h.make_node("OneHot", ["hot", "depth", "values"], ["onehot"]),

@@ -579,6 +579,60 @@ static double nn2c_finite_coordinate(double x) {
     return x < -limit ? -limit : (x > limit ? limit : x);
 }
 
+/* The taps per output index along an axis of this scale. */
+static int32_t nn2c_resize_axis_count(const nn2c_resize_params_t *p, double scale) {
+    const int32_t n = nn2c_resize_taps(p->mode);
+    if (!p->antialias || p->mode == NN2C_RESIZE_NEAREST || !(scale < 1.0)) {
+        return n;
+    }
+    {
+        const double wide = 2.0 * ceil((p->mode == NN2C_RESIZE_CUBIC ? 2.0 : 1.0) / scale);
+        return wide < (double)p->max_taps ? (int32_t)wide : p->max_taps;
+    }
+}
+
+/* onnx's antialias coefficients: the linear / cubic filter at distances (1 - n / 2 + k - r) * scale
+ * (scale at most 1), normalised to sum 1. */
+static double nn2c_resize_antialias_tap(const nn2c_resize_params_t *p, double arg) {
+    const double x = fabs(arg), a = (double)p->cubic_a;
+    if (p->mode == NN2C_RESIZE_LINEAR) {
+        return x < 1.0 ? 1.0 - x : 0.0;
+    }
+    if (x <= 1.0) {
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    }
+    return x < 2.0 ? ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a : 0.0;
+}
+
+static void nn2c_resize_antialias_taps(const nn2c_resize_params_t *p, double x, double scale, int32_t n, int32_t in,
+                                       int32_t stride, int32_t *offs, float *weights) {
+    const double c = ceil(x);
+    const int64_t start = (int64_t)c - n / 2;
+    const double r = x - (c - 1.0), s = scale < 1.0 ? scale : 1.0;
+    double sum = 0.0, kept = 0.0;
+    for (int32_t k = 0; k < n; ++k) {
+        sum += nn2c_resize_antialias_tap(p, ((double)(1 - n / 2 + k) - r) * s);
+    }
+    sum = sum != 0.0 ? sum : 1.0;
+    for (int32_t k = 0; k < n; ++k) {
+        const int64_t raw = start + k;
+        const double w = nn2c_resize_antialias_tap(p, ((double)(1 - n / 2 + k) - r) * s) / sum;
+        if (!(p->exclude_outside && (raw < 0 || raw >= in))) {
+            kept += w;
+        }
+    }
+    kept = kept != 0.0 ? kept : 1.0;
+    for (int32_t k = 0; k < n; ++k) {
+        const int64_t raw = start + k;
+        double w = nn2c_resize_antialias_tap(p, ((double)(1 - n / 2 + k) - r) * s) / sum;
+        if (p->exclude_outside) {
+            w = (raw < 0 || raw >= in) ? 0.0 : w / kept;
+        }
+        offs[k] = nn2c_clamp_index(raw, in) * stride;
+        weights[k] = (float)w;
+    }
+}
+
 /* The taps of output index i along one axis: input indices (times stride) and weights. */
 static void nn2c_resize_axis_taps(const nn2c_resize_params_t *p, double x, int32_t in, int32_t stride, int32_t *offs,
                                   float *weights) {
@@ -630,7 +684,7 @@ static void nn2c_resize_axis_taps(const nn2c_resize_params_t *p, double x, int32
 
 void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const float *scales, const float *roi,
                      float *output, void *scratch) {
-    const int32_t taps = nn2c_resize_taps(p->mode);
+    const int32_t taps = p->max_taps;
     int32_t total_out = 0;
     int32_t *offs[NN2C_MOVE_MAX_RANK];
     float *wts[NN2C_MOVE_MAX_RANK];
@@ -660,7 +714,8 @@ void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const fl
         }
         const int32_t in = p->in_dims[d], out = p->out_dims[d];
         const int identity = scale == 1.0 && in == out && p->coord != NN2C_COORD_TF_CROP_AND_RESIZE;
-        ntaps[d] = identity ? 1 : taps;
+        const int wide = p->antialias && p->mode != NN2C_RESIZE_NEAREST;
+        ntaps[d] = identity ? 1 : nn2c_resize_axis_count(p, scale);
         for (int32_t i = 0; i < out; ++i) {
             if (identity) {
                 offs[d][i] = i * stride[d];
@@ -668,8 +723,13 @@ void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const fl
                 ext[d][i] = 0;
             } else {
                 const double x = nn2c_resize_source(p, i, in, out, scale, roi, d, &ext[d][i]);
-                nn2c_resize_axis_taps(p, x, in, stride[d], offs[d] + (size_t)i * (size_t)ntaps[d],
-                                      wts[d] + (size_t)i * (size_t)ntaps[d]);
+                int32_t *o = offs[d] + (size_t)i * (size_t)ntaps[d];
+                float *w = wts[d] + (size_t)i * (size_t)ntaps[d];
+                if (wide) {
+                    nn2c_resize_antialias_taps(p, nn2c_finite_coordinate(x), scale, ntaps[d], in, stride[d], o, w);
+                } else {
+                    nn2c_resize_axis_taps(p, x, in, stride[d], o, w);
+                }
             }
         }
     }

@@ -141,7 +141,8 @@ void nn2c_resize_bilinear_s8(const nn2c_resize_bilinear_params_t *p, const int8_
 
 /* ONNX Resize on float32, any rank: per axis, the taps (input index, weight) of every output index
  * are computed at run time from scales[scale_axes[d]] (1.0 when scale_axes[d] < 0) and roi (may be
- * NULL) as onnx's reference implementation does (in double), into `scratch` (scratch_bytes(p)). */
+ * NULL) as onnx's reference implementation does (in double), into `scratch` (9 bytes per output
+ * index and tap: sum of out_dims times max_taps). */
 enum { NN2C_RESIZE_NEAREST = 0, NN2C_RESIZE_LINEAR = 1, NN2C_RESIZE_CUBIC = 2 };
 enum { NN2C_COORD_HALF_PIXEL = 0, NN2C_COORD_HALF_PIXEL_SYMMETRIC, NN2C_COORD_PYTORCH_HALF_PIXEL,
        NN2C_COORD_ALIGN_CORNERS, NN2C_COORD_ASYMMETRIC, NN2C_COORD_TF_CROP_AND_RESIZE };
@@ -153,6 +154,10 @@ typedef struct {
     int32_t scale_axes[NN2C_MOVE_MAX_RANK];
     int32_t mode, coord, nearest_mode, exclude_outside;
     float cubic_a, extrapolation_value;
+    /* antialias (linear / cubic): when an axis downsamples, its filter is stretched by 1 / scale, to
+     * 2 ceil(support / scale) taps (support 1 linear, 2 cubic), at most max_taps (the scratch's
+     * taps per output index; 2 or 4 without antialias) */
+    int32_t antialias, max_taps;
 } nn2c_resize_params_t;
 
 void nn2c_resize_f32(const nn2c_resize_params_t *p, const float *input, const float *scales, const float *roi,

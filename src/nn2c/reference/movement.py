@@ -619,8 +619,41 @@ def _resize_bilinear(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [store(out, top * (1 - dy) + bottom * dy)]
 
 
+def antialias_taps(mode: str, scale: float, max_taps: int) -> int:
+    """The taps of an antialiased linear / cubic Resize along an axis: the filter (support 1 or 2
+    input pixels) is stretched by 1 / scale when downsampling (2 ceil(support / scale) taps, at most
+    max_taps, which the output size bounds at compile time)."""
+    if scale >= 1.0:
+        return 2 if mode == "linear" else 4
+    support = 1.0 if mode == "linear" else 2.0
+    return int(min(2 * math.ceil(support / scale), max_taps))
+
+
+def antialias_max_taps(mode: str, in_size: int, out_size: int) -> int:
+    """The most taps an antialiased axis needs for a scale that gives out_size from in_size (scale >=
+    out_size / in_size), plus the two a rounding of the scale can add."""
+    support = 1 if mode == "linear" else 2
+    return 2 * math.ceil(support * in_size / max(out_size, 1)) + 2
+
+
+def _antialias_weights(mode: str, ratio: np.ndarray, scale: float, n: int, cubic_a: float) -> np.ndarray:
+    """onnx's _linear_coeffs_antialias / _cubic_coeffs_antialias: the filter at distances (first + k
+    - ratio) * scale, normalised to sum 1."""
+    s = min(scale, 1.0)
+    args = (np.arange(n)[None, :] + (1 - n // 2) - ratio[:, None]) * s
+    if mode == "linear":
+        w = np.clip(1 - np.abs(args), 0, 1)
+    else:
+        a, x = cubic_a, np.abs(args)
+        w = np.where(x <= 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                     np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+    total = w.sum(axis=1, keepdims=True)
+    return w / np.where(total == 0, 1.0, total)
+
+
 def resize_taps(mode: str, coord: str, nearest: str, cubic_a: float, exclude_outside: bool, in_size: int,
-                out_size: int, scale: float, roi: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                out_size: int, scale: float, roi: tuple[float, float] | None,
+                antialias: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ONNX Resize along one axis, as onnx's reference op_resize: per output index the input
     indices, their weights and whether the position is extrapolated (tf_crop_and_resize)."""
     out_len = scale * in_size  # onnx's `output_width`: the real, not the integer, size
@@ -659,10 +692,13 @@ def resize_taps(mode: str, coord: str, nearest: str, cubic_a: float, exclude_out
             up = ratio > 0
         idx = np.clip(base.astype(np.int64) + up, 0, in_size - 1)
         return idx[:, None], np.ones((out_size, 1)), outside
-    n = 2 if mode == "linear" else 4
+    n = antialias_taps(mode, scale, antialias_max_taps(mode, in_size, out_size)) if antialias else \
+        (2 if mode == "linear" else 4)
     start = np.ceil(x).astype(np.int64) - n // 2
     ratio = x - (np.ceil(x) - 1)
-    if mode == "linear":
+    if antialias:
+        weights = _antialias_weights(mode, ratio, scale, n, cubic_a)
+    elif mode == "linear":
         weights = np.stack([1 - ratio, ratio], axis=1)
     else:
         a = cubic_a
@@ -730,7 +766,7 @@ def _resize(node: Node, arrays: Arrays) -> list[np.ndarray]:
             continue
         idx, w, ext = resize_taps(str(a.get("mode")), str(a.get("coord")), str(a.get("nearest_mode")),
                                   float(a.get("cubic_a", -0.75)), bool(a.get("exclude_outside")), data.shape[d],
-                                  out.type.shape[d], scale, roi_d)
+                                  out.type.shape[d], scale, roi_d, bool(a.get("antialias")))
         moved = np.moveaxis(data, d, -1)
         data = np.moveaxis((moved[..., idx] * w).sum(-1), -1, d)
         shape = [1] * rank

@@ -41,6 +41,7 @@ from nn2c.quant.fixedpoint import quantize_multiplier_smaller_than_one
 from nn2c.reference.movement import (
     MAPPED_OPS,
     OffsetMap,
+    antialias_max_taps,
     combined,
     fill_value,
     nearest_resize_map,
@@ -615,7 +616,11 @@ def resize(node: Node, ctx: EmitContext) -> None:
     if x.type.num_elements == 0:
         raise ctx.unsupported("Resize of an empty input")
     mode = RESIZE_MODES[str(a.get("mode", "nearest"))]
+    antialias = bool(a.get("antialias")) and mode != 0
     taps = (1, 2, 4)[mode]
+    if antialias:
+        taps = max(antialias_max_taps(str(a.get("mode")), i, o) for i, o in zip(x.type.shape, out.type.shape,
+                                                                                  strict=True))
     total_out = sum(out.type.shape)
     ctx.use_kernel("movement")
     params = ctx.params_struct("nn2c_resize_params_t", {
@@ -624,6 +629,7 @@ def resize(node: Node, ctx: EmitContext) -> None:
         "nearest_mode": NEAREST_MODES[str(a.get("nearest_mode", "round_prefer_floor"))],
         "exclude_outside": int(bool(a.get("exclude_outside"))), "cubic_a": float(a.get("cubic_a", -0.75)),
         "extrapolation_value": float(a.get("extrapolation_value", 0.0)),
+        "antialias": int(antialias), "max_taps": taps,
     })
     scratch = ctx.scratch(total_out * taps * 8 + total_out)
     ctx.call("nn2c_resize_f32", params, ctx.ptr(x), ctx.ptr(scales), ctx.ptr(roi), ctx.ptr(out), scratch)

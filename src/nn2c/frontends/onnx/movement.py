@@ -6,7 +6,8 @@ ScatterND, ScatterElements, TensorScatter, MaxUnpool.
   DCR splits the channels as [b, b, C'], CRD as [C', b, b].
 - Resize (opset 10+) / Upsample -> RESIZE (float32): scales per axis (from `scales`, constant or
   run-time, or from constant `sizes` as sizes / input, keep_aspect_ratio_policy applied), roi for
-  tf_crop_and_resize; opset 10 and Upsample are asymmetric + floor. antialias is refused.
+  tf_crop_and_resize; opset 10 and Upsample are asymmetric + floor. antialias (linear / cubic,
+  float32) widens the filter by 1 / scale when downsampling, as onnx's reference does.
 - Tile -> TILE, Expand -> BROADCAST_TO (output shape from shape inference); GatherElements /
   GatherND -> GATHER_ELEMENTS / GATHER_ND: one index map with constant indices, a run-time index
   kernel otherwise (negative indices wrap).
@@ -144,9 +145,9 @@ def _emit_resize(c: ConversionContext, node: Any, x: Value, scales: Value, scale
 @converts("Resize")
 def _resize(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
     x = c.value(node.input[0])
-    if int(a.get("antialias", 0)):
-        raise unsupported("antialias (a variable-width filter) is not supported")
     mode = _text(a, "mode", "nearest")
+    if int(a.get("antialias", 0)) and x.type.dtype != "float32":
+        raise unsupported(f"antialias of {x.type.dtype} (float32 is supported)")
     if mode not in ("nearest", "linear", "cubic"):
         raise invalid(f"mode {mode!r}")
     _, out_shape = c.out_type(node.output[0])
@@ -176,7 +177,8 @@ def _resize(c: ConversionContext, node: Any, a: dict[str, Any]) -> None:
         roi = c.const(full, f"{node.output[0]}/roi")
     attrs = {"mode": mode, "coord": coord, "nearest_mode": nearest, "cubic_a": float(a.get("cubic_coeff_a", -0.75)),
              "exclude_outside": bool(int(a.get("exclude_outside", 0))),
-             "extrapolation_value": float(a.get("extrapolation_value", 0.0))}
+             "extrapolation_value": float(a.get("extrapolation_value", 0.0)),
+             "antialias": bool(int(a.get("antialias", 0))) and mode != "nearest"}
     _emit_resize(c, node, x, scales, scale_axes, roi, attrs)
 
 
