@@ -342,6 +342,13 @@ FUZZ_ASSETS = Path(__file__).parent / "assets" / "fuzz"
     # RotaryEmbedding with a sin cache of batch 1 and a cos cache of batch 2: the kernel walked both with
     # the cos cache's strides (ASan: global-buffer-overflow in nn2c_rotary_embedding_f32)
     ("onnx_rotary_sin_cache_batch_1.onnx", ["ROTARY_EMBEDDING", "cos cache [2, 3, 4] and sin cache [1, 3, 4]"]),
+    # MaxPool with its Indices output and storage_order 2**40: the C failed to build (-Werror=overflow)
+    ("onnx_maxpool_indices_storage_order_2e40.onnx", ["MaxPool", "storage_order 1099511627776"]),
+    # Gather with run-time indices whose axis became -1 while the declared output [3, 4, 3, 2] was kept: the
+    # kernel wrote 180 values for 72 (ASan: global-buffer-overflow)
+    ("onnx_gather_axis_declared_output.onnx", ["GATHER", "output shape [3, 4, 3, 2] is not [5, 4, 3, 3]"]),
+    # GatherND whose batch_dims became 0, the declared output kept: the same (ASan)
+    ("onnx_gathernd_batch_dims_declared_output.onnx", ["GATHER_ND", "output shape [2, 2] is not [2, 2, 2]"]),
 ])
 def test_backend_mutant_with_out_of_range_attribute_is_one_clean_error(asset, words):
     pytest.importorskip("onnx")
@@ -349,6 +356,17 @@ def test_backend_mutant_with_out_of_range_attribute_is_one_clean_error(asset, wo
         compile_model(FUZZ_ASSETS / asset)
     for word in words:
         assert word in str(info.value)
+
+
+def test_backend_mutant_with_int64_min_constant_builds_and_runs_clean(tmp_path):
+    """NegativeLogLikelihoodLoss's expanded body with an int64 constant set to INT64_MIN: written as
+    -9223372036854775808LL, which C reads as the negation of a literal too large for long long (the C
+    failed to build)."""
+    pytest.importorskip("onnx")
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+    result = compile_model(FUZZ_ASSETS / "onnx_nllloss_expanded_int64_min.onnx")
+    assert build_and_run_sanitized(result, tmp_path / "out") is None
 
 
 def test_backend_mutant_with_nan_constant_builds_and_runs_clean(tmp_path):

@@ -57,6 +57,8 @@ def c_int(value: int) -> str:
     value = int(value)
     if value == -(2**31):
         return "(-2147483647 - 1)"
+    if value == -(2**63):
+        return "(-9223372036854775807LL - 1)"
     if value > 2**31 - 1 or value < -(2**31):
         return f"{value}LL"
     return str(value)

@@ -107,8 +107,8 @@ def _format_rows(data: np.ndarray, ctype: str, per_row: int = 16) -> list[str]:
         items = [str(int(x)) for x in data.tolist()]
         if ctype == "int32_t":
             items = ["(-2147483647 - 1)" if x == "-2147483648" else x for x in items]
-        elif ctype == "int64_t":
-            items = [f"{x}LL" for x in items]
+        elif ctype == "int64_t":  # INT64_MIN has no literal: 9223372036854775808 does not fit long long
+            items = ["(-9223372036854775807LL - 1)" if x == "-9223372036854775808" else f"{x}LL" for x in items]
     return [", ".join(items[i : i + per_row]) + "," for i in range(0, len(items), per_row)]
 
 

@@ -169,6 +169,13 @@ def _index_bytes(ctx: EmitContext, indices: Value) -> int:
     return dtype_bytes(indices.type.dtype)
 
 
+def _check_output_shape(node: Node, out: Value, expected: list[int]) -> None:
+    """A declared output shape the kernel would write past (a model whose shapes disagree)."""
+    if list(out.type.shape) != expected:
+        raise InvalidModelError(f"{node.where()}: output shape {list(out.type.shape)} is not {expected}, what the "
+                                "input and indices shapes give")
+
+
 def _gather_runtime(node: Node, ctx: EmitContext) -> None:
     x, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and indices is not None
@@ -183,6 +190,7 @@ def _gather_runtime(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported(f"axis {axis} / batch_dims {batch_dims} do not fit a rank-{rank} input")
     batch = prod(shape[:batch_dims])
     count = indices.type.num_elements // max(batch, 1)
+    _check_output_shape(node, out, [*shape[:axis], *indices.type.shape[batch_dims:], *shape[axis + 1:]])
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("movement")
@@ -209,6 +217,7 @@ def _gather_nd_runtime(node: Node, ctx: EmitContext) -> None:
     inner = prod(shape[batch_dims + depth:])
     strides = [prod(lead[j + 1:]) for j in range(depth)]
     batch = prod(shape[:batch_dims])
+    _check_output_shape(node, out, [*indices.type.shape[:-1], *shape[batch_dims + depth:]])
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("movement")

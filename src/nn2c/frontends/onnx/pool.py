@@ -161,6 +161,8 @@ def _window_pool(c: ConversionContext, node: Any, a: dict[str, Any], mode: str,
     if indices:
         outputs.append(c.output(node, 1, dtype="int64", shape=out.type.shape))
         attrs["storage_order"] = int(a.get("storage_order", 0))
+        if attrs["storage_order"] not in (0, 1):
+            raise invalid(f"storage_order {attrs['storage_order']} (0: row-major, 1: column-major)")
     c.emit("WINDOW_POOL", [x], outputs, attrs)
 
 
