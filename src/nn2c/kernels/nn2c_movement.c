@@ -241,43 +241,29 @@ static void nn2c_scatter_combine_f32(uint8_t *dst, const uint8_t *src, int32_t r
     memcpy(dst, &a, 4);
 }
 
-/* Integer add / mul wrap around as two's complement (onnxruntime's result), computed unsigned so that
- * the overflow is defined behaviour. */
-static void nn2c_scatter_combine_s32(uint8_t *dst, const uint8_t *src, int32_t reduction) {
-    int32_t a, b;
-    memcpy(&a, dst, 4);
-    memcpy(&b, src, 4);
-    if (reduction == NN2C_SCATTER_ADD) {
-        a = (int32_t)((uint32_t)a + (uint32_t)b);
-    } else if (reduction == NN2C_SCATTER_MUL) {
-        a = (int32_t)((uint32_t)a * (uint32_t)b);
-    } else if (reduction == NN2C_SCATTER_MAX) {
-        a = a > b ? a : b;
-    } else if (reduction == NN2C_SCATTER_MIN) {
-        a = a < b ? a : b;
-    } else {
-        a = b;
+/* 32- and 64-bit integers: add / mul wrap around as two's complement (onnxruntime's result),
+ * computed unsigned so that the overflow is defined behaviour. */
+#define NN2C_SCATTER_COMBINE_WIDE(NAME, T, UT)                                                         \
+    static void NAME(uint8_t *dst, const uint8_t *src, int32_t reduction) {                            \
+        T a, b;                                                                                        \
+        memcpy(&a, dst, sizeof(T));                                                                    \
+        memcpy(&b, src, sizeof(T));                                                                    \
+        if (reduction == NN2C_SCATTER_ADD) {                                                           \
+            a = (T)((UT)a + (UT)b);                                                                    \
+        } else if (reduction == NN2C_SCATTER_MUL) {                                                    \
+            a = (T)((UT)a * (UT)b);                                                                    \
+        } else if (reduction == NN2C_SCATTER_MAX) {                                                    \
+            a = a > b ? a : b;                                                                         \
+        } else if (reduction == NN2C_SCATTER_MIN) {                                                    \
+            a = a < b ? a : b;                                                                         \
+        } else {                                                                                       \
+            a = b;                                                                                     \
+        }                                                                                              \
+        memcpy(dst, &a, sizeof(T));                                                                    \
     }
-    memcpy(dst, &a, 4);
-}
 
-static void nn2c_scatter_combine_s64(uint8_t *dst, const uint8_t *src, int32_t reduction) {
-    int64_t a, b;
-    memcpy(&a, dst, 8);
-    memcpy(&b, src, 8);
-    if (reduction == NN2C_SCATTER_ADD) {
-        a = (int64_t)((uint64_t)a + (uint64_t)b);
-    } else if (reduction == NN2C_SCATTER_MUL) {
-        a = (int64_t)((uint64_t)a * (uint64_t)b);
-    } else if (reduction == NN2C_SCATTER_MAX) {
-        a = a > b ? a : b;
-    } else if (reduction == NN2C_SCATTER_MIN) {
-        a = a < b ? a : b;
-    } else {
-        a = b;
-    }
-    memcpy(dst, &a, 8);
-}
+NN2C_SCATTER_COMBINE_WIDE(nn2c_scatter_combine_s32, int32_t, uint32_t)
+NN2C_SCATTER_COMBINE_WIDE(nn2c_scatter_combine_s64, int64_t, uint64_t)
 
 static void nn2c_scatter_combine(uint8_t *dst, const uint8_t *src, int32_t n, int32_t elem_size, int32_t elem_type,
                                  int32_t reduction) {

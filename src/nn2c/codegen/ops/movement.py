@@ -269,9 +269,7 @@ def _gather_elements_runtime(node: Node, ctx: EmitContext) -> None:
     assert x is not None and indices is not None
     _same_dtype(ctx, x, out)
     data_shape, index_shape, axis = _elements_axis(ctx, node, x, indices)
-    if list(out.type.shape) != list(indices.type.shape):
-        raise InvalidModelError(f"{node.where()}: output {list(out.type.shape)} is not the indices' shape "
-                                f"{list(indices.type.shape)}")
+    _check_output_shape(node, out, list(indices.type.shape))
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("movement")
