@@ -28,7 +28,8 @@ from tests.onnx_backend_cases import (
 # took 583 s one at a time on a shared, loaded two-core machine (all passed), far over the 20 s CI
 # budget; tests/test_onnx_more_ops.py checks them against onnxruntime instead:
 # Add, Sub, Mul, Div, Max, Min, DynamicQuantizeLinear, CausalConvWithState, LinearAttention,
-# TfIdfVectorizer, HannWindow, HammingWindow, BlackmanWindow.
+# TfIdfVectorizer, HannWindow, HammingWindow, BlackmanWindow; and Resize (19 cases, all passing since
+# antialias; tests/test_onnx_movement.py checks its modes, antialias included, against onnxruntime).
 CLAIMED_OPS = frozenset({
     "Abs", "Acos", "Acosh", "And", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "BatchNormalization",
     "BitCast", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Ceil", "Celu", "Clip",
@@ -41,7 +42,7 @@ CLAIMED_OPS = frozenset({
     "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "MaxPool", "MaxUnpool", "Mean", "MeanVarianceNormalization",
     "MelWeightMatrix", "Mish", "Mod", "Neg", "Not", "OneHot", "Or", "PRelu", "Pow", "QLinearConv", "QLinearMatMul",
     "QuantizeLinear", "RMSNormalization", "RNN", "Range", "Reciprocal", "ReduceMax", "ReduceMin",
-    "ReduceProd", "Relu", "Resize", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
+    "ReduceProd", "Relu", "ReverseSequence", "RoiAlign", "RotaryEmbedding", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shape",
     "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
     "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Sum", "SwiGLU", "Swish", "Tan",
     "Tanh", "TensorScatter", "ThresholdedRelu", "Transpose", "Trilu", "Upsample", "Where", "Xor",

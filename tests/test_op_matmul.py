@@ -199,17 +199,20 @@ def test_int8_l2_normalization_with_another_output_scale_is_refused(tmp_path: Pa
         compile_model(path, CompileOptions())
 
 
-def test_new_kernels_are_sanitizer_clean_on_extreme_inputs(tmp_path: Path) -> None:
+_SANITIZED_MODELS = {"bmm8": lambda: _matmul_model("int8", 5), "bmm16": lambda: _matmul_model("int16", 5),
+                     "bmmf": lambda: _matmul_model("float32", 5), "tconv8": lambda: _tconv_model("int8", 6),
+                     "tconv16": lambda: _tconv_model("int16", 6), "rt": lambda: _runtime_weights_model(7)}
+
+
+@pytest.mark.parametrize("name", list(_SANITIZED_MODELS))  # one build each, so the workers share them
+def test_new_kernels_are_sanitizer_clean_on_extreme_inputs(tmp_path: Path, name: str) -> None:
     """int8 / int16 / float BATCH_MATMUL, TRANSPOSE_CONV and L2 norms at all-min / all-max inputs."""
-    models = {"bmm8": _matmul_model("int8", 5), "bmm16": _matmul_model("int16", 5), "bmmf": _matmul_model("float32", 5),
-              "tconv8": _tconv_model("int8", 6), "tconv16": _tconv_model("int16", 6), "rt": _runtime_weights_model(7)}
-    for name, data in models.items():
-        path = tmp_path / f"{name}.tflite"
-        path.write_bytes(data)
-        result = compile_model(path, CompileOptions(name="model"))
-        result.write(tmp_path / name, force=True)
-        exe = build(tmp_path / name, tmp_path / f"{name}_run",
-                    extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                                 "-fno-omit-frame-pointer"])
-        outputs = run(exe, extreme_records(result.graph), result.graph.inputs, result.graph.outputs)
-        assert len(outputs) == 2
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(_SANITIZED_MODELS[name]())
+    result = compile_model(path, CompileOptions(name="model"))
+    result.write(tmp_path / name, force=True)
+    exe = build(tmp_path / name, tmp_path / f"{name}_run",
+                extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                             "-fno-omit-frame-pointer"])
+    outputs = run(exe, extreme_records(result.graph), result.graph.inputs, result.graph.outputs)
+    assert len(outputs) == 2
