@@ -92,6 +92,8 @@ FOUND_BACKEND: list[str] = [
     "storage_order must be 0 or 1",
     "an int64 constant at INT64_MIN (a mutated NegativeLogLikelihoodLoss expansion): written as "
     "-9223372036854775808LL, which C does not accept (the C failed to build); now (-9223372036854775807LL - 1)",
+    "a MaxPool kernel of 2^31 - 1 rows with SAME_UPPER pads: the in-place planner listed every tap of every "
+    "window (a 16 GiB array, MemoryError); it now finds each window's first input row in closed form",
 ]
 
 

@@ -369,6 +369,24 @@ def test_backend_mutant_with_int64_min_constant_builds_and_runs_clean(tmp_path):
     assert build_and_run_sanitized(result, tmp_path / "out") is None
 
 
+def test_backend_mutant_with_huge_pool_kernel_compiles_in_bounded_memory(tmp_path):
+    """MaxPool kernel_shape [2**31 - 1, 3] with SAME_UPPER pads over 17 rows: the in-place planner
+    listed every tap of every window (a 16 GiB array: MemoryError); it now finds each window's first
+    input row in closed form, and the program (whose pool clamps the window to the input) runs clean."""
+    pytest.importorskip("onnx")
+    import resource
+
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, hard))
+    try:
+        result = compile_model(FUZZ_ASSETS / "onnx_maxpool_kernel_2e31_same_upper.onnx")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert build_and_run_sanitized(result, tmp_path / "out") is None
+
+
 def test_backend_mutant_with_nan_constant_builds_and_runs_clean(tmp_path):
     """RMSNormalization's expanded body with its epsilon Constant set to NaN: a NaN weight was written
     as NAN in the weights file, which did not include <math.h> (the C failed to build)."""

@@ -67,11 +67,12 @@ def _window_distance(node: Node, x: Value, out: Value) -> int | None:
 
     # lowest input row / column each output row / column reads (or "none" if all padding)
     def first_valid(out_len: int, in_len: int, stride: int, dil: int, k: int, pad: int) -> np.ndarray:
-        starts = np.arange(out_len) * stride - pad
-        taps = starts[:, None] + np.arange(k)[None, :] * dil
-        valid = (taps >= 0) & (taps < in_len)
-        first = np.where(valid, taps, in_len * 4).min(axis=1)
-        return np.where(valid.any(axis=1), first, -1)
+        # the first tap at or after row 0, k0 = ceil(-start / dil), in closed form: a window of 2**31 taps
+        # (a corrupt model) must not become a 2**31-wide array
+        starts = np.arange(out_len, dtype=np.int64) * stride - pad
+        k0 = np.where(starts >= 0, 0, -(starts // max(dil, 1)))
+        first = starts + k0 * dil
+        return np.where((k0 < k) & (first < in_len), first, -1)
 
     rows = first_valid(ho, h, sh, dh, kh, pad_h)
     cols = first_valid(wo, w, sw, dw, kw, pad_w)
