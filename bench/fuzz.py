@@ -94,6 +94,9 @@ FOUND_BACKEND: list[str] = [
     "-9223372036854775808LL, which C does not accept (the C failed to build); now (-9223372036854775807LL - 1)",
     "a MaxPool kernel of 2^31 - 1 rows with SAME_UPPER pads: the in-place planner listed every tap of every "
     "window (a 16 GiB array, MemoryError); it now finds each window's first input row in closed form",
+    "an expanded Attention with a Q dimension of 65536: the MILP planner returned overlapping offsets "
+    "(floating-point tolerance on offsets of millions of bytes) and the planner's own check raised an "
+    "AssertionError; a plan that fails the check is now dropped for the checked greedy one",
 ]
 
 

@@ -387,6 +387,16 @@ def test_backend_mutant_with_huge_pool_kernel_compiles_in_bounded_memory(tmp_pat
     assert build_and_run_sanitized(result, tmp_path / "out") is None
 
 
+def test_backend_mutant_whose_exact_plan_overlaps_falls_back_to_the_checked_plan():
+    """An expanded Attention case with a Q dimension of 65536: the MILP planner returned offsets
+    whose buffers overlap (floating-point tolerance on offsets of millions of bytes), and the
+    planner's own check raised an AssertionError (a traceback); the checked greedy plan is kept
+    (compile_model checks every plan it keeps)."""
+    pytest.importorskip("onnx")
+    result = compile_model(FUZZ_ASSETS / "onnx_attention_q_65536_planner_overlap.onnx")
+    assert result.arena_bytes >= 25_000_000  # two 2**24-byte tensors live at once, at least
+
+
 def test_backend_mutant_with_nan_constant_builds_and_runs_clean(tmp_path):
     """RMSNormalization's expanded body with its epsilon Constant set to NaN: a NaN weight was written
     as NAN in the weights file, which did not include <math.h> (the C failed to build)."""

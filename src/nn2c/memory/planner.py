@@ -50,7 +50,10 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
     exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
                        ties=ties)
     if exact is not None and exact.arena_bytes < best.arena_bytes:
-        check_plan(requests, exact, pairs)
+        try:
+            check_plan(requests, exact, pairs)
+        except AssertionError:  # the MILP's floating-point tolerance on huge offsets: keep the checked plan
+            return best, honoured
         return exact, _used(exact, pairs, requests)
     return best, honoured
 
