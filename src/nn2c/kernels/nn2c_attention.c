@@ -74,14 +74,7 @@ static float nn2c_attention_dot(const float *a, const float *b, int32_t n) {
 
 /* The valid key count of batch b (nonpad_kv_seqlen), kept within +-2^30 so that positions stay in int32. */
 static int32_t nn2c_attention_valid(const nn2c_attention_params_t *p, const void *nonpad, int32_t b) {
-    int64_t n;
-    if (p->nonpad_bytes == 8) {
-        memcpy(&n, (const uint8_t *)nonpad + (size_t)b * 8u, 8);
-    } else {
-        int32_t n32;
-        memcpy(&n32, (const uint8_t *)nonpad + (size_t)b * 4u, 4);
-        n = n32;
-    }
+    const int64_t n = nn2c_read_index(nonpad, (size_t)b, p->nonpad_bytes);
     const int64_t limit = (int64_t)1 << 30;
     return (int32_t)(n < -limit ? -limit : (n > limit ? limit : n));
 }

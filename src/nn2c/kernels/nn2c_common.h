@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <float.h>
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -23,6 +24,27 @@ typedef uint32_t nn2c_word_t;
 #define NN2C_ALIGNED(n)
 #define NN2C_INLINE static inline
 #endif
+
+/* Run-time index k of an index tensor of 2, 4 or 8 bytes a value (int16, int32, int64), as int64.
+ * Read with memcpy: an index tensor's place in the arena need not be aligned to its size. */
+NN2C_INLINE int64_t nn2c_read_index(const void *indices, size_t k, int32_t index_bytes) {
+    const uint8_t *at = (const uint8_t *)indices + k * (size_t)index_bytes;
+    if (index_bytes == 8) {
+        int64_t v;
+        memcpy(&v, at, 8);
+        return v;
+    }
+    if (index_bytes == 2) {
+        int16_t v;
+        memcpy(&v, at, 2);
+        return v;
+    }
+    {
+        int32_t v;
+        memcpy(&v, at, 4);
+        return v;
+    }
+}
 
 #define NN2C_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NN2C_MAX(a, b) ((a) > (b) ? (a) : (b))

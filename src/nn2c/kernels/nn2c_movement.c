@@ -23,26 +23,6 @@ static void nn2c_move_fill(uint8_t *dst, const uint8_t *fill, int32_t fill_size,
     }
 }
 
-/* A run-time index of 2, 4 or 8 bytes (int16, int32, int64), as int64. */
-static int64_t nn2c_move_index(const void *indices, int32_t k, int32_t index_bytes) {
-    const uint8_t *at = (const uint8_t *)indices + (size_t)k * (size_t)index_bytes;
-    if (index_bytes == 8) {
-        int64_t v;
-        memcpy(&v, at, 8);
-        return v;
-    }
-    if (index_bytes == 2) {
-        int16_t v;
-        memcpy(&v, at, 2);
-        return v;
-    }
-    {
-        int32_t v;
-        memcpy(&v, at, 4);
-        return v;
-    }
-}
-
 void nn2c_offset_gather(const nn2c_offset_gather_params_t *p, const void *input, const void *fill, void *output) {
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
@@ -97,7 +77,7 @@ void nn2c_gather_rows(const nn2c_gather_rows_params_t *p, const void *input, con
         for (int32_t o = 0; o < p->outer; ++o) {
             const uint8_t *rows = in + ((size_t)b * (size_t)p->outer + (size_t)o) * (size_t)p->axis_size * block;
             for (int32_t k = 0; k < p->count; ++k) {
-                int64_t index = nn2c_move_index(indices, b * p->count + k, p->index_bytes);
+                int64_t index = nn2c_read_index(indices, b * p->count + k, p->index_bytes);
                 if (index < 0 && p->wrap_negative) {
                     index += p->axis_size;
                 }
@@ -127,6 +107,24 @@ void nn2c_embedding_lookup_hybrid(const int32_t *ids, int32_t count, const int8_
     }
 }
 
+/* The row that index tuple idx[first .. first + depth) names, sum_j idx[j] * strides[j], or -1 when
+ * an index falls outside its axis (negative indices count from the end when wrap_negative). */
+static int64_t nn2c_move_tuple_row(const void *indices, int32_t first, int32_t depth, int32_t index_bytes,
+                                   const int32_t *dims, const int32_t *strides, int32_t wrap_negative) {
+    int64_t row = 0;
+    for (int32_t j = 0; j < depth; ++j) {
+        int64_t index = nn2c_read_index(indices, (size_t)(first + j), index_bytes);
+        if (index < 0 && wrap_negative) {
+            index += dims[j];
+        }
+        if (index < 0 || index >= dims[j]) {
+            return -1;
+        }
+        row += index * strides[j];
+    }
+    return row;
+}
+
 void nn2c_gather_nd(const nn2c_gather_nd_params_t *p, const void *input, const void *indices, void *output) {
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
@@ -134,21 +132,10 @@ void nn2c_gather_nd(const nn2c_gather_nd_params_t *p, const void *input, const v
     for (int32_t b = 0; b < p->batch; ++b) {
         for (int32_t k = 0; k < p->count; ++k) {
             const int32_t tuple = (b * p->count + k) * p->depth;
-            int64_t row = (int64_t)b * p->batch_rows;
-            int valid = 1;
-            for (int32_t j = 0; j < p->depth; ++j) {
-                int64_t index = nn2c_move_index(indices, tuple + j, p->index_bytes);
-                if (index < 0 && p->wrap_negative) {
-                    index += p->dims[j];
-                }
-                if (index < 0 || index >= p->dims[j]) {
-                    valid = 0;
-                    break;
-                }
-                row += index * p->strides[j];
-            }
-            if (valid) {
-                memcpy(out, in + (size_t)row * block, block);
+            const int64_t row = nn2c_move_tuple_row(indices, tuple, p->depth, p->index_bytes, p->dims, p->strides,
+                                                    p->wrap_negative);
+            if (row >= 0) {
+                memcpy(out, in + ((size_t)b * (size_t)p->batch_rows + (size_t)row) * block, block);
             } else {
                 memset(out, 0, block);
             }
@@ -196,7 +183,7 @@ void nn2c_gather_elements(const nn2c_gather_elements_params_t *p, const void *in
     }
     for (int32_t i = 0; i < total; ++i) {
         const int64_t at = nn2c_move_axis_offset(index, p->strides, p->rank, p->axis,
-                                                 nn2c_move_index(indices, i, p->index_bytes), p->axis_size);
+                                                 nn2c_read_index(indices, i, p->index_bytes), p->axis_size);
         if (at >= 0) {
             nn2c_move_elem(out, in + (size_t)at * (size_t)es, es);
         } else {
@@ -296,7 +283,7 @@ void nn2c_scatter_elements(const nn2c_scatter_elements_params_t *p, const void *
     }
     for (int32_t i = 0; i < total; ++i, src += es) {
         const int64_t at = nn2c_move_axis_offset(index, p->strides, p->rank, p->axis,
-                                                 nn2c_move_index(indices, i, p->index_bytes), p->axis_size);
+                                                 nn2c_read_index(indices, i, p->index_bytes), p->axis_size);
         if (at >= 0) {
             nn2c_scatter_combine(out + (size_t)at * (size_t)es, src, 1, es, p->elem_type, p->reduction);
         }
@@ -309,20 +296,8 @@ void nn2c_scatter_nd(const nn2c_scatter_nd_params_t *p, const void *indices, con
     uint8_t *out = (uint8_t *)output;
     const size_t row_bytes = (size_t)p->inner * (size_t)p->elem_size;
     for (int32_t k = 0; k < p->count; ++k, src += row_bytes) {
-        int64_t row = 0;
-        int valid = 1;
-        for (int32_t j = 0; j < p->depth; ++j) {
-            int64_t index = nn2c_move_index(indices, k * p->depth + j, p->index_bytes);
-            if (index < 0) {
-                index += p->dims[j];
-            }
-            if (index < 0 || index >= p->dims[j]) {
-                valid = 0;
-                break;
-            }
-            row += index * p->strides[j];
-        }
-        if (valid) {
+        const int64_t row = nn2c_move_tuple_row(indices, k * p->depth, p->depth, p->index_bytes, p->dims, p->strides, 1);
+        if (row >= 0) {
             nn2c_scatter_combine(out + (size_t)row * row_bytes, src, p->inner, p->elem_size, p->elem_type,
                                  p->reduction);
         }
@@ -335,7 +310,7 @@ void nn2c_tensor_scatter(const nn2c_tensor_scatter_params_t *p, const void *upda
     uint8_t *out = (uint8_t *)output;
     const size_t block = (size_t)p->inner_bytes;
     for (int32_t b = 0; b < p->batch; ++b) {
-        int64_t start = write_indices != NULL ? nn2c_move_index(write_indices, b, p->index_bytes) : 0;
+        int64_t start = write_indices != NULL ? nn2c_read_index(write_indices, b, p->index_bytes) : 0;
         /* brought near [0, max_len] first, so that start + s cannot overflow */
         if (p->circular) {
             start %= p->max_len;
@@ -372,7 +347,7 @@ void nn2c_reverse_sequence(const nn2c_reverse_sequence_params_t *p, const void *
     }
     for (int32_t i = 0; i < total; ++i, out += es) {
         const int32_t t = index[p->seq_dim];
-        int64_t length = nn2c_move_index(lengths, index[p->batch_dim], p->index_bytes);
+        int64_t length = nn2c_read_index(lengths, index[p->batch_dim], p->index_bytes);
         length = length < 0 ? 0 : (length > p->dims[p->seq_dim] ? p->dims[p->seq_dim] : length);
         const int32_t source = t < length ? (int32_t)length - 1 - t : t;
         nn2c_move_elem(out, in + (size_t)(i + (source - t) * strides[p->seq_dim]) * (size_t)es, es);
@@ -398,7 +373,7 @@ void nn2c_dynamic_update_slice(const nn2c_update_slice_params_t *p, const void *
         memmove(output, operand, total);
     }
     for (int32_t d = last; d >= 0; --d) {
-        int64_t s = nn2c_move_index(start, d, p->index_bytes);
+        int64_t s = nn2c_read_index(start, d, p->index_bytes);
         const int64_t hi = (int64_t)p->dims[d] - p->update_dims[d];
         s = s < 0 ? 0 : (s > hi ? hi : s);
         begin[d] = (int32_t)s;
@@ -842,7 +817,7 @@ void nn2c_cumsum_s8(const nn2c_cumsum_s8_params_t *p, const int8_t *input, int8_
 
 static void nn2c_cumsum_split(const int32_t *dims, int32_t rank, const void *axis, int32_t axis_bytes,
                               int32_t *outer, int32_t *len, int32_t *inner) {
-    int64_t a = nn2c_move_index(axis, 0, axis_bytes);
+    int64_t a = nn2c_read_index(axis, 0, axis_bytes);
     if (a < 0) {
         a += rank;
     }
@@ -899,11 +874,11 @@ static int64_t nn2c_one_hot_index(const void *indices, int32_t k, int32_t type) 
         /* ONNX casts the float index to an integer (truncation); non-finite / huge never match */
         return (v == v && v > -2147483648.0f && v < 2147483648.0f) ? (int64_t)v : INT64_MIN;
     }
-    case 2: return nn2c_move_index(indices, k, 8);
+    case 2: return nn2c_read_index(indices, k, 8);
     case 3: return ((const int8_t *)indices)[k];
     case 4: return ((const uint8_t *)indices)[k];
-    case 5: return nn2c_move_index(indices, k, 2);
-    default: return nn2c_move_index(indices, k, 4);
+    case 5: return nn2c_read_index(indices, k, 2);
+    default: return nn2c_read_index(indices, k, 4);
     }
 }
 

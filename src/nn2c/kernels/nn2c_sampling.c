@@ -214,14 +214,7 @@ void nn2c_roi_align_f32(const nn2c_roi_align_params_t *p, const float *x, const 
     const float offset = p->half_pixel ? 0.5f : 0.0f;
     for (int32_t r = 0; r < p->rois; ++r) {
         float *out = y + (size_t)r * (size_t)p->channels * (size_t)bins;
-        int64_t image;
-        if (p->index_bytes == 8) {
-            memcpy(&image, (const uint8_t *)batch_indices + (size_t)r * 8u, 8);
-        } else {
-            int32_t image32;
-            memcpy(&image32, (const uint8_t *)batch_indices + (size_t)r * 4u, 4);
-            image = image32;
-        }
+        const int64_t image = nn2c_read_index(batch_indices, (size_t)r, p->index_bytes);
         if (image < 0 || image >= p->batch) {
             memset(out, 0, (size_t)p->channels * (size_t)bins * sizeof(float));
             continue;

@@ -50,16 +50,20 @@ def _function_body(onnx: Any, node: Any, opset: int, types: dict[str, Any]) -> A
         schema = onnx.defs.get_schema(node.op_type, opset, domain="")
     except Exception:  # SchemaError: not an ONNX operator at this opset
         return None
-    for name, attr in schema.attributes.items():  # defaults for the body's attribute references
-        if attr.default_value.name and name not in {a.name for a in node.attribute}:
-            node.attribute.append(attr.default_value)
+    given = {a.name for a in node.attribute}
+    # defaults for the body's attribute references; the node keeps them only once a body is built
+    defaults = [attr.default_value for name, attr in schema.attributes.items()
+                if attr.default_value.name and name not in given]
+    call = onnx.NodeProto()
+    call.CopyFrom(node)
+    call.attribute.extend(defaults)
     try:
         plain = [v for v in schema.function_opset_versions if v <= opset]
         dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]
         if dependent:
             inputs = [(types.get(n) or onnx.TypeProto()).SerializeToString() if n else onnx.TypeProto().SerializeToString()
                       for n in node.input]
-            data = schema.get_context_dependent_function_with_opset_version(max(dependent), node.SerializeToString(),
+            data = schema.get_context_dependent_function_with_opset_version(max(dependent), call.SerializeToString(),
                                                                             inputs)
         elif plain:
             data = schema.get_function_with_opset_version(max(plain))
@@ -69,7 +73,10 @@ def _function_body(onnx: Any, node: Any, opset: int, types: dict[str, Any]) -> A
         return None
     body = onnx.FunctionProto()
     body.ParseFromString(data)
-    return body if len(body.node) else None
+    if not len(body.node):
+        return None
+    node.attribute.extend(defaults)
+    return body
 
 
 def expand_schema_functions(model: Any, converters: Container[str], infer: Callable[[Any], Any]) -> Any:
