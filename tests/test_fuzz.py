@@ -47,13 +47,13 @@ def _assert_clean(result, fmt: str, min_inputs: int) -> None:
 
 
 def test_fuzz_campaign_has_no_crash_hang_or_traceback():
-    result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=40, seed=2026)
+    result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=30, seed=2026)
     _assert_clean(result, "tflite", 200)
 
 
 def test_fuzz_campaign_onnx_has_no_crash_hang_or_traceback():
     pytest.importorskip("onnx", reason="SKIPPED LOUDLY: the onnx package is not installed (pip install nn2c[test])")
-    result = run_campaign([model_path(m) for m in ONNX_SEEDS], seconds=40, seed=2026)
+    result = run_campaign([model_path(m) for m in ONNX_SEEDS], seconds=30, seed=2026)
     _assert_clean(result, "onnx", 500)
     assert result.errors["InvalidModelError"] > 0 and result.errors["UnsupportedOpError"] > 0
 

@@ -199,13 +199,21 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 @click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
               help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "
                    "run it; its int8 outputs equal the generated C's). With --prune: the pruned model.")
-@click.option("--prune", "prune", default=None, metavar="structured:FRACTION|magnitude:SPARSITY",
+@click.option("--write-onnx", "write_onnx", type=click.Path(), default=None,
+              help="With --prune on an ONNX model: also write that model with the pruned zeros in its weights "
+                   "(nothing else changed), to fine-tune and compile again.")
+@click.option("--prune", "prune", default=None, metavar="structured:FRACTION|magnitude:SPARSITY|N:M",
               help="Zero weights before compiling: the FRACTION of filters with the smallest L1 norm, or the "
                    "SPARSITY of individual weights with the smallest magnitude, in every CONV_2D, DEPTHWISE_CONV_2D "
-                   "and FULLY_CONNECTED; reports the SQNR against the unpruned model (on --calibration data if "
+                   "and FULLY_CONNECTED, or all but the N largest of every M weights along the input channels "
+                   "(N:M, e.g. 1:8); reports the SQNR against the unpruned model (on --calibration data if "
                    "given). No fine-tuning: accuracy drops.")
 @click.option("--prune-skip", "prune_skip", default=None, metavar="OPINDEX,...",
               help="With --prune: leave these operators (indices as `nn2c inspect` shows them) dense.")
+@click.option("--sparse", "sparse", type=click.Choice(["auto", "off", "always"]), default="auto", show_default=True,
+              help="Sparse kernels for int8 FULLY_CONNECTED and 1x1 CONV_2D layers with mostly-zero filters (only "
+                   "the nonzero weights stored and multiplied): auto where the target's cost model (fitted in QEMU) "
+                   "predicts them faster, off never, always wherever a layer allows it.")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
               help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
                    "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")
@@ -217,7 +225,7 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
             io_dtype, schedule, write_tflite, npu, npu_system_config, npu_memory_mode, board, prune=None,
-            prune_skip=None) -> None:
+            prune_skip=None, sparse="auto", write_onnx=None) -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
@@ -236,11 +244,11 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
                              write_tflite=write_tflite, schedule=schedule, npu=npu,
-                             npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode)
-    if prune is not None:
+                             npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode, sparse=sparse)
+    if prune is not None or write_onnx is not None:
         from dataclasses import replace
 
-        options = replace(options, prune=prune, prune_skip=skip)
+        options = replace(options, prune=prune, prune_skip=skip, write_onnx=write_onnx)
     if (npu_system_config or npu_memory_mode) and not npu:
         raise UsageError("--npu-system-config and --npu-memory-mode are only used with --npu")
     options = _board_options(options, board)
@@ -282,6 +290,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
         summary["int8_io"] = result.graph.metadata["int8_io"]
     if write_tflite:
         summary["tflite"] = str(write_tflite)
+    if write_onnx:
+        summary["onnx"] = str(write_onnx)
     if "npu" in result.graph.metadata:
         summary["npu"] = result.graph.metadata["npu"].as_dict()
     if passes_report and result.passes is not None:
@@ -332,6 +342,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
             _say(f"  {line}")
     if write_tflite:
         _say(f"  {'int8' if quantize else 'pruned'} model as TFLite: {write_tflite}")
+    if write_onnx:
+        _say(f"  pruned model as ONNX: {write_onnx}")
     if "npu" in result.graph.metadata:
         for line in result.graph.metadata["npu"].lines():
             _say(f"  {line}")

@@ -93,6 +93,8 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     get_target(options.target)  # an unknown target fails before the model is read
     if options.write_tflite is not None:
         _check_tflite_path(path, options)
+    if options.write_onnx is not None:
+        _check_onnx_path(path, options)
     step("reading the model")
     graph = load_model(path, nhwc_io=options.nhwc_io)
     ops_before = _op_counts(graph)
@@ -100,7 +102,7 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     if options.prune:
         from nn2c.prune import prune_stage
 
-        pruning = prune_stage(graph, options, step)
+        pruning = prune_stage(graph, options, step, source=Path(path))
     passes = optimise_stage(graph, options, step)
     quant, tflite_bytes = None, None
     if pruning is not None:
@@ -130,7 +132,8 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
 
         add_build_option(files, name)
     result = CompileResult(name, graph, code, files, passes, quant, source=Path(path).name, options=options,
-                           ops_before=ops_before, tflite=tflite_bytes, schedule=order)
+                           ops_before=ops_before, tflite=tflite_bytes, schedule=order,
+                           onnx=pruning.onnx if pruning is not None else None)
     if pruning is not None:
         step("compiling without --prune for the before figures")
         result.prune = pruning.finish(result, path, options)
@@ -155,7 +158,7 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte."""
     target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")
-    lowered = lower(graph, name, target, options.debug)
+    lowered = lower(graph, name, target, options.debug, options.sparse)
     step("choosing the operator order")
     order = schedule(graph, reorder=options.reorder)
     step(f"choosing row groups (--schedule {options.schedule})")
@@ -198,6 +201,19 @@ def _check_tflite_path(model: str | Path, options: CompileOptions) -> None:
         raise UsageError(f"--write-tflite {str(target)!r}: give a file name for the .tflite model, not a folder")
     if target.exists() and Path(model).exists() and target.resolve() == Path(model).resolve():
         raise UsageError(f"--write-tflite {target}: that is the float model being compiled; choose another file")
+
+
+def _check_onnx_path(model: str | Path, options: CompileOptions) -> None:
+    target = Path(options.write_onnx or "")
+    if not options.prune:
+        raise UsageError("--write-onnx writes the pruned ONNX model; it needs --prune")
+    if Path(model).suffix.lower() != ".onnx":
+        raise UsageError(f"--write-onnx writes an ONNX model back, and {Path(model).name} is not one; "
+                         "use --write-tflite")
+    if not options.write_onnx or target.is_dir():
+        raise UsageError(f"--write-onnx {str(target)!r}: give a file name for the .onnx model, not a folder")
+    if target.exists() and Path(model).exists() and target.resolve() == Path(model).resolve():
+        raise UsageError(f"--write-onnx {target}: that is the model being compiled; choose another file")
 
 
 def _check_budgets(result: CompileResult, options: CompileOptions) -> None:

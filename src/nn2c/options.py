@@ -32,9 +32,13 @@ class CompileOptions:
     # inputs go straight into QUANTIZE and outputs come straight from DEQUANTIZE: passes/int8_io.py)
     io: str = "float"
     write_tflite: str | None = None  # with quantize: also write the int8 model as a .tflite file here
+    write_onnx: str | None = None  # with prune on an ONNX model: the model with the pruned zeros, as .onnx here
     # compile-time weight pruning (nn2c/prune.py): "structured:FRACTION" or "magnitude:SPARSITY"; None: off
     prune: str | None = None
     prune_skip: tuple[int, ...] = ()  # operator indices (nn2c inspect) left dense by --prune
+    # sparse int8 kernels for mostly-zero filters (codegen/ops/sparse.py): "auto" where the target's measured
+    # cost model predicts them faster, "off", or "always" where a layer allows them
+    sparse: str = "auto"
     # Arm Ethos-U microNPU (nn2c.npu): "ethos-u55-128", "ethos-u55-256" or "ethos-u65-256"; None: CPU only.
     # Vela's system configuration and memory mode (sections of its Arm/vela.ini); None: Vela's defaults
     npu: str | None = None

@@ -33,6 +33,7 @@ from typing import Any
 from nn2c.boards import Board, board_budget, board_target, get_board
 from nn2c.codegen.cnames import c_identifier
 from nn2c.codegen.context import NodeCode
+from nn2c.codegen.ops.sparse import SPARSE_KERNELS, sparse_instructions
 from nn2c.codegen.render import used_params, used_weights
 from nn2c.compile import load_model, optimise_stage, plan_stages
 from nn2c.errors import UsageError
@@ -183,8 +184,11 @@ def profile(model: str | Path | Graph, target: str | None = None, board: str | B
         costs = model_costs.get(core)
         if costs is None:
             continue
-        for step_info in steps:
+        for step_info, (node, code) in zip(steps, zip(order.steps, step_codes, strict=True), strict=True):
             step_info.predicted[core] = predict_step(costs, step_info)
+            sparse = _sparse_step(get_target(core), node, code)
+            if sparse is not None:  # sparse kernels: the target's own model (codegen/ops/sparse.py)
+                step_info.predicted[core] = sparse
         predicted[core] = sum(s.predicted[core] for s in steps) + _overhead(costs, len(steps))
         code_bytes[core] = _code_bytes(costs, steps)
     result = Profile(source, name, options.target, options, arena.plan.arena_bytes, lowered.state_bytes,
@@ -196,6 +200,14 @@ def profile(model: str | Path | Graph, target: str | None = None, board: str | B
 
 def _silent(_text: str) -> None:
     return None
+
+
+def _sparse_step(target: Target, step: Any, code: NodeCode) -> float | None:
+    """A single operator on a sparse kernel: the sparse model's prediction (row groups keep the cost
+    model's: their members' kernels are predicted one by one there)."""
+    if hasattr(step, "ops") or not any(f in SPARSE_KERNELS for f, _ in code.calls):
+        return None
+    return sparse_instructions(target, step)
 
 
 def same_lowering(target: str) -> list[str]:

@@ -5,10 +5,14 @@
                          scale) is set to zero; at least one filter per layer is kept.
     magnitude:SPARSITY   in every such layer, the SPARSITY fraction of individual weights with the smallest
                          magnitude is set to zero (ranked, so the fraction is exact despite ties).
+    N:M                  in every CONV_2D and FULLY_CONNECTED, of each M consecutive weights along the input
+                         channels (the filter row's innermost axis) the N largest in magnitude are kept
+                         (e.g. 1:8, 2:4); a layer whose input channels M does not divide stays dense, noted.
 
 Pruning runs on the imported graph, before the optimiser, so passes/prune_channels.py then removes the
-zeroed filters it can remove exactly (structured pruning lowers MACs, flash and arena). Magnitude pruning
-leaves the MACs and the flash unchanged: the kernels are dense and multiply by the zeros.
+zeroed filters it can remove exactly (structured pruning lowers MACs, flash and arena). Magnitude and N:M
+pruning leave the dense MACs unchanged; int8 FULLY_CONNECTED and 1x1 CONV_2D layers sparse enough then
+run the sparse kernels (codegen/ops/sparse.py), which store and multiply only the nonzero weights.
 
 The report compares the pruned model with the unpruned one on the calibration data (or on seeded random
 inputs, said so): per output the SQNR, 10 log10(sum y^2 / sum (y - y_pruned)^2), with nn2c's reference
@@ -19,6 +23,7 @@ fine-tuning is done: pruning a trained model costs accuracy, which docs/BENCHMAR
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,12 +41,19 @@ MAX_EVALUATED = 100  # calibration samples the SQNR is measured on (the first on
 
 
 def parse_spec(spec: str) -> tuple[str, float]:
-    """'structured:0.5' -> ('structured', 0.5); a UsageError (exit 7) on anything else."""
+    """'structured:0.5' -> ('structured', 0.5); '2:8' -> ('2:8', 0.75) (N:M, its sparsity); a UsageError
+    (exit 7) on anything else."""
+    group = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", spec)
+    if group:
+        n, m = int(group[1]), int(group[2])
+        if not 0 < n < m <= 256:
+            raise UsageError(f"--prune {spec!r}: N:M keeps N of every M weights, 0 < N < M <= 256 (e.g. 1:8, 2:4)")
+        return f"{n}:{m}", 1.0 - n / m
     method, sep, amount = spec.partition(":")
     method = method.strip().lower()
     if method not in METHODS:
-        raise UsageError(f"--prune {spec!r}: unknown method {method!r}; use structured:FRACTION or "
-                         "magnitude:SPARSITY (e.g. structured:0.5)")
+        raise UsageError(f"--prune {spec!r}: unknown method {method!r}; use structured:FRACTION, "
+                         "magnitude:SPARSITY or N:M (e.g. structured:0.5, 2:8)")
     try:
         value = float(amount) if sep else math.nan
     except ValueError:
@@ -89,6 +101,11 @@ class PruneReport:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def spec(self) -> str:
+        """As the user wrote it: 'structured:0.5', '2:8'."""
+        return self.method if ":" in self.method else f"{self.method}:{self.amount:g}"
+
+    @property
     def output_sqnr_db(self) -> float:
         return min((o["sqnr_db"] for o in self.outputs), default=math.inf)
 
@@ -108,7 +125,7 @@ class PruneReport:
         for o in self.outputs:
             value = o["sqnr_db"]
             shown = "exact" if value == math.inf else f"{value:.1f} dB"
-            out.append(f"pruned {self.method}:{self.amount:g}: output {o['name']!r} SQNR {shown} against the "
+            out.append(f"pruned {self.spec}: output {o['name']!r} SQNR {shown} against the "
                        f"unpruned model on {self.inputs}")
         if self.before and self.after:
             parts = []
@@ -129,7 +146,7 @@ class PruneReport:
         rows = [f"  op {x.index:3d} {x.op:18s} zero {x.zeroed_fraction:6.1%}  filters zeroed {x.filters_zeroed:4d}"
                 f"/{x.filters:<4d} channels removed {'-' if x.channels_removed is None else x.channels_removed}"
                 + (f"  ({x.note})" if x.note else "") for x in self.layers]
-        return "\n".join([f"pruning {self.method}:{self.amount:g}, per layer:", *rows]) + "\n"
+        return "\n".join([f"pruning {self.spec}, per layer:", *rows]) + "\n"
 
 
 def _filter_axis(node: Node) -> int:
@@ -167,6 +184,25 @@ def _real_weights(node: Node) -> np.ndarray:
     return data
 
 
+def _nm_reason(node: Node, data: np.ndarray, m: int) -> str:
+    """Why N:M pruning leaves this operator dense ('' when it does not)."""
+    if node.op == "DEPTHWISE_CONV_2D":
+        return "N:M pruning applies to CONV_2D and FULLY_CONNECTED (a depthwise filter has no input channels)"
+    if data.shape[-1] % m:
+        return f"its {data.shape[-1]} input channels are not a multiple of M = {m}"
+    return ""
+
+
+def _nm_mask(real: np.ndarray, n: int, m: int) -> np.ndarray:
+    """True where a weight is zeroed: in each run of m along the last axis, all but the n largest
+    (ties: the first ones kept, a stable rank)."""
+    groups = real.reshape(-1, m)
+    order = np.argsort(-groups, axis=1, kind="stable")
+    mask = np.ones(groups.shape, dtype=bool)
+    np.put_along_axis(mask, order[:, :n], False, axis=1)
+    return mask.reshape(real.shape)
+
+
 def prune_weights(graph: Graph, method: str, amount: float, skip: tuple[int, ...] = ()) -> PruneReport:
     """Zero weights in place (the graph's constant arrays are replaced, never written through)."""
     report = PruneReport(method, amount, "")
@@ -183,9 +219,13 @@ def prune_weights(graph: Graph, method: str, amount: float, skip: tuple[int, ...
         data = np.asarray(w.data)
         axis = _filter_axis(node)
         filters = int(data.shape[axis]) if data.ndim > axis else 1
+        if not reason and ":" in method:
+            reason = _nm_reason(node, data, int(method.split(":")[1]))
         if not reason:
             real = np.abs(_real_weights(node))
-            if method == "structured":
+            if ":" in method:
+                mask = _nm_mask(real, *(int(k) for k in method.split(":")))
+            elif method == "structured":
                 l1 = real.sum(axis=tuple(a for a in range(real.ndim) if a != axis))
                 count = min(math.floor(amount * filters + 1e-9), filters - 1)
                 chosen: list[Any] = [slice(None)] * real.ndim
@@ -277,6 +317,7 @@ class Pruning:
         self.report = report
         self.nodes = nodes  # (the pruned operator, its index, its filter count before the optimiser)
         self.tflite = tflite
+        self.onnx: bytes | None = None  # --write-onnx: the source ONNX model with the zeros
 
     def count_channels(self, graph: Graph) -> None:
         """On the compiled graph: the output channels each pruned operator lost (prune-channels). Operators
@@ -298,16 +339,16 @@ class Pruning:
         from nn2c.ir.cost import macs
 
         self.count_channels(result.graph)
-        dense = compile_model(path, replace(options, prune=None, prune_skip=(), write_tflite=None,
+        dense = compile_model(path, replace(options, prune=None, prune_skip=(), write_tflite=None, write_onnx=None,
                                             ram_budget=None, flash_budget=None))
         for figures, compiled in ((self.report.before, dense), (self.report.after, result)):
             figures["macs"] = sum(macs(n) for n in compiled.graph.nodes)
             figures["weight_bytes"] = compiled.code.weight_bytes
             figures["arena_bytes"] = compiled.arena_bytes
-        if self.report.method == "magnitude":
-            self.report.notes.append("magnitude pruning saves MACs and flash only where a whole filter became zero "
-                                     "(prune-channels removes it); the other zeros are still multiplied: the kernels "
-                                     "are dense (sparse kernels are not available yet)")
+        if self.report.method != "structured":
+            self.report.notes.append("the MACs above count every weight; int8 FULLY_CONNECTED and 1x1 CONV_2D layers "
+                                     "run sparse kernels that multiply only the nonzero weights where the target's "
+                                     "cost model predicts them faster (--sparse); other layers multiply the zeros")
         floats = [x for x in self.report.layers if x.filters_zeroed and x.dtype == "float32"]
         if self.report.method == "structured" and floats and not options.quantize:
             self.report.notes.append(f"{len(floats)} float32 layer(s): a zeroed float filter still outputs its bias, "
@@ -317,12 +358,16 @@ class Pruning:
         return self.report
 
 
-def prune_stage(graph: Graph, options: Any, step: Any) -> Pruning:
-    """Before the optimiser: zero the weights, measure the SQNR against the unpruned graph, (serialise)."""
+def prune_stage(graph: Graph, options: Any, step: Any, source: Path | None = None) -> Pruning:
+    """Before the optimiser: zero the weights, measure the SQNR against the unpruned graph, (serialise:
+    --write-tflite from the graph, --write-onnx into the `source` ONNX model's initializers)."""
     method, amount = parse_spec(options.prune)
     step(f"pruning ({method}:{amount:g}) and measuring it against the unpruned model")
     records, described = _records(graph, options.calibration)
     dense = _outputs(graph, records)
+    unpruned = [(f"op {n.index} {n.op} {n.outputs[0].name!r}" if n.outputs else f"op {n.index} {n.op}", w,
+                 np.asarray(w.data)) for n in graph.nodes if n.op in PRUNABLE
+                for w in [n.input(1)] if w is not None and w.data is not None]
     report = prune_weights(graph, method, amount, tuple(options.prune_skip))
     report.inputs = described
     if not any(not layer.note for layer in report.layers):
@@ -339,10 +384,18 @@ def prune_stage(graph: Graph, options: Any, step: Any) -> Pruning:
 
         step("writing the pruned graph as a TFLite flatbuffer")
         tflite = graph_to_tflite(graph, f"nn2c {method}:{amount:g} pruning of {graph.name}")
+    onnx_bytes = None
+    if getattr(options, "write_onnx", None) is not None and source is not None:
+        from nn2c.export.onnx_weights import pruned_onnx
+
+        step("writing the pruned weights into the ONNX model")
+        onnx_bytes = pruned_onnx(source, [(where, before, np.asarray(w.data)) for where, w, before in unpruned])
     nodes = []
     for step_index, node in enumerate(graph.nodes):
         w = node.input(1)
         if node.op in PRUNABLE and w is not None and w.data is not None and np.ndim(w.data) > _filter_axis(node):
             index = node.index if node.index is not None else step_index
             nodes.append((node, index, int(np.shape(w.data)[_filter_axis(node)])))
-    return Pruning(report, nodes, tflite)
+    pruning = Pruning(report, nodes, tflite)
+    pruning.onnx = onnx_bytes
+    return pruning

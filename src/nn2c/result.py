@@ -29,6 +29,7 @@ class CompileResult:
     options: CompileOptions | None = None
     ops_before: dict[str, int] | None = None  # operators per type as imported, before the graph passes
     tflite: bytes | None = None  # the quantized model as a .tflite flatbuffer (CompileOptions.write_tflite)
+    onnx: bytes | None = None  # the pruned ONNX model (CompileOptions.write_onnx)
     schedule: Schedule | None = None  # the execution order the code follows
     prune: Any = None  # nn2c.prune.PruneReport when CompileOptions.prune was given
 
@@ -42,12 +43,15 @@ class CompileResult:
         return self.code.plan.arena_bytes + self.code.state_bytes
 
     def write(self, out_dir: str | Path, force: bool = False) -> Path:
-        """Write the C folder, and the .tflite model too when CompileOptions.write_tflite asked for it."""
+        """Write the C folder, and the .tflite / .onnx model too when CompileOptions.write_tflite /
+        write_onnx asked for it."""
         folder = write_output(self.files, out_dir, force)
-        if self.tflite is not None and self.options is not None and self.options.write_tflite:
-            from nn2c.export.tflite_writer import write_bytes_atomically
+        from nn2c.export.tflite_writer import write_bytes_atomically
 
+        if self.tflite is not None and self.options is not None and self.options.write_tflite:
             write_bytes_atomically(self.tflite, self.options.write_tflite)
+        if self.onnx is not None and self.options is not None and self.options.write_onnx:
+            write_bytes_atomically(self.onnx, self.options.write_onnx)
         return folder
 
 

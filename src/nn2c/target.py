@@ -36,10 +36,20 @@ class Target:
     alignment: int = 16  # bytes: weight arrays, the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown
     vector_registers: int = 0  # SIMD vector registers (MVE: Q0-Q7); DSP SIMD works in the general ones
+    # sparse int8 kernels (kernels/nn2c_sparse.c) against the dense ones, per layer shape ("row": one input
+    # row at a time, a FULLY_CONNECTED of batch < 4; "block": four, 1x1 convolutions): instructions of the
+    # dense and of the sparse kernel as coefficients of SPARSE_COST_FEATURES (codegen/ops/sparse.py), fitted
+    # to QEMU counts by bench/sparse.py; codegen/ops/sparse.py compares the two predictions per layer
+    sparse_row_cost: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    sparse_block_cost: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @property
     def is_cortex_m(self) -> bool:
         return self.mcpu is not None
+
+    def sparse_cost(self, blocked: bool) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """The fitted dense / sparse instruction model of a layer shape (None: never measured)."""
+        return self.sparse_block_cost if blocked else self.sparse_row_cost
 
     @property
     def cflags(self) -> tuple[str, ...]:
@@ -54,15 +64,27 @@ class Target:
         return tuple(flags)
 
 
+# (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
+# ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
+_DSP_SPARSE_ROW = ((1.444, 43.88, 0.2315, 77.29, 77.29), (4.314, 50.89, 0.3417, 29.91, 29.91))
+_DSP_SPARSE_BLOCK = ((0.9937, 24.82, 2.462, 99.82, 250.7), (3.661, 42.42, -0.1644, 37.92, 66.33))
+_MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4816, 56.1, 56.1), (1.104, 51.05, 0.3782, 30.93, 30.93))
+_MVE_SPARSE_BLOCK = ((0.1199, 8.179, -0.06624, 63.35, 137.3), (0.4938, 50.29, -0.28, 38.39, 36.19))
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
+    # no sparse model: the host target's instructions depend on the machine its C is built for (bench/sparse.py
+    # measures its kernels on the M4 only to show them); --sparse always uses the sparse kernels there
     Target("host"),
     Target("cortex-m4", mcpu="cortex-m4", fpu="fpv4-sp-d16", float_abi="hard", qemu_board="mps2-an386",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13),
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13,
+           sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK),
+    # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13),
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13,
+           sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,
-           vector_registers=8),
+           vector_registers=8, sparse_row_cost=_MVE_SPARSE_ROW, sparse_block_cost=_MVE_SPARSE_BLOCK),
 )}
 
 

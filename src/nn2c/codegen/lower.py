@@ -51,11 +51,12 @@ def _check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
         )
 
 
-def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False) -> LoweredModel:
+def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False,
+          sparse: str = "auto") -> LoweredModel:
     """Lower every node of `graph` for `target`; `name` prefixes every C identifier."""
     lowerings = load_all()
     _check_supported(graph, lowerings)
-    ctx = EmitContext(name, target, debug)
+    ctx = EmitContext(name, target, debug, sparse)
     for value in graph.inputs + graph.outputs:
         ctx.value_id(value)
         if value.is_constant:

@@ -23,8 +23,17 @@ import numpy as np
 import tflite
 
 from nn2c.errors import InvalidModelError, UnsupportedOpError
-from nn2c.frontends import tflite_custom, tflite_decode
-from nn2c.ir import Graph, GraphInvariantError, Node, QuantParams, TensorType, Value, verify
+from nn2c.frontends import tflite_custom, tflite_decode, tflite_sparsity
+from nn2c.ir import (
+    Graph,
+    GraphInvariantError,
+    Node,
+    QuantParams,
+    TensorType,
+    Value,
+    dtype_bytes,
+    verify,
+)
 
 # TFLite TensorType enum value -> IR dtype name (only the ones nn2c computes with)
 _TENSOR_TYPES = {
@@ -212,7 +221,14 @@ class _Reader:
             raise InvalidModelError(f"{self.source}: tensor {index} {name!r} would need {ttype.num_bytes:,} bytes "
                                     f"(shape {list(shape)}); the shape is corrupt")
         data = None
-        if raw is not None:
+        sparsity = tensor.Sparsity()
+        if raw is not None and sparsity is not None:  # TFLite's sparse format: densified here
+            if len(raw) % dtype_bytes(dtype):
+                raise InvalidModelError(f"{self.source}: tensor {index} {name!r} holds {len(raw)} bytes, not whole "
+                                        f"{dtype} values")
+            stored = np.frombuffer(raw, dtype=np.dtype(dtype))
+            data = tflite_sparsity.densify(sparsity, stored, shape, f"{self.source}: tensor {index} {name!r}")
+        elif raw is not None:
             expected = ttype.num_bytes
             if len(raw) != expected:
                 raise InvalidModelError(
@@ -254,6 +270,14 @@ class _Reader:
             attrs["approximate"] = "tanh" if attrs.get("approximate") else "none"
         if op_name == "IF":
             _inline_if(self, graph, inputs, outputs, attrs, op_index)
+            return
+        if op_name == "DENSIFY":  # of a sparse constant, densified at import: its output is that constant
+            if len(inputs) != 1 or len(outputs) != 1 or inputs[0] is None or inputs[0].data is None:
+                raise UnsupportedOpError(f"{self.source}: {where}: DENSIFY of a tensor that is not a constant")
+            if inputs[0].type.shape != outputs[0].type.shape or inputs[0].type.dtype != outputs[0].type.dtype:
+                raise InvalidModelError(f"{self.source}: {where}: DENSIFY changes the tensor's type "
+                                        f"({inputs[0].type} -> {outputs[0].type})")
+            outputs[0].data = inputs[0].data
             return
         if op_name.startswith("CUSTOM:"):
             where = f"{self.source}: {where}"
@@ -302,7 +326,7 @@ class _Reader:
 
 _RESOURCE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
 # builtins that leave no node of their own: resolved into state values, or inlined, at import
-RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF", "WHILE"})
+RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF", "WHILE", "DENSIFY"})
 
 
 class _Variable:

@@ -104,9 +104,12 @@ Executor = Callable[[Any, Path], "str | None"]  # (CompileResult, scratch folder
 
 def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_limit: int = 30,
                  memory_limit: int | None = 8 << 30, keep_failures: Path | None = None,
-                 execute: Executor | None = None, execute_share: float = 0.5) -> CampaignResult:
+                 execute: Executor | None = None, execute_share: float = 0.5,
+                 variants: tuple[Any, ...] | None = None) -> CampaignResult:
     """Mutate `models` round-robin for `seconds`; compile each mutant in-process (no C build unless
-    `execute` is given: then accepted mutants are built and run in up to `execute_share` of the time)."""
+    `execute` is given: then accepted mutants are built and run in up to `execute_share` of the time).
+    `variants`: the CompileOptions mutants cycle through (the first one's compiles are the executed
+    ones); default: the default compile and the row-group search pushed to its limit on SIMD lowerings."""
     from nn2c.api import CompileOptions, compile_model
 
     mutators = _mutators()
@@ -126,9 +129,9 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
     started = time.monotonic()
     deadline = started + seconds
     executing = 0.0  # seconds spent in `execute`
-    # alternately the default compile and the row-group search pushed to its limit on SIMD lowerings
-    variants = (CompileOptions(plan_time_limit=2.0),
-                CompileOptions(plan_time_limit=2.0, schedule="min-ram", target="cortex-m4"))
+    if variants is None:
+        variants = (CompileOptions(plan_time_limit=2.0),
+                    CompileOptions(plan_time_limit=2.0, schedule="min-ram", target="cortex-m4"))
     try:
         with tempfile.TemporaryDirectory(prefix="nn2c_fuzz_") as tmp:
             while time.monotonic() < deadline:

@@ -128,6 +128,20 @@ NN2C_INLINE int32_t nn2c_mbqm(int32_t x, int32_t multiplier, int shift) {
     return nn2c_rdbpot(nn2c_srdhm(shifted, multiplier), right_shift);
 }
 
+/* nn2c_mbqm with, for shift = -r < 0, both roundings folded into one 64-bit sum:
+ * floor((floor((x m + 2^30) / 2^31) + 2^(r-1) - [x < 0]) / 2^r)
+ *   = (x m + rounding - [x < 0] 2^31) >> (31 + r), rounding = 2^30 + 2^(30+r) (compile time);
+ * [x < 0] equals RoundingDivideByPOT's [high < 0] except when high = 0, where both give 0
+ * (multipliers are >= 2^30). rounding[[x < 0]] holds the constant minus [x < 0] 2^31
+ * (codegen/ops/conv.py requant_rounding: a pair per channel). */
+NN2C_INLINE int32_t nn2c_mbqm_rounded(int32_t x, int32_t multiplier, int32_t shift, const int64_t *rounding) {
+    if (shift < 0) {
+        const int64_t v = rounding[(uint32_t)x >> 31] + (int64_t)x * multiplier;
+        return (int32_t)(v >> 32) >> (-shift - 1);
+    }
+    return nn2c_mbqm(x, multiplier, shift);
+}
+
 /* TFLite MultiplyByQuantizedMultiplier for int64 accumulators (16x8 kernels). */
 NN2C_INLINE int32_t nn2c_mbqm_i64(int64_t x, int32_t multiplier, int shift) {
     /* reduce the multiplier to 16 bits, as TFLite does, so the product fits in 64 bits */

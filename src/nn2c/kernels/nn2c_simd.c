@@ -89,20 +89,9 @@ typedef struct {
     int32_t offset, lo, hi;
 } nn2c_simd_out_t;
 
-/* Requantise, offset, clamp. For shift = -r < 0 both roundings fold into one 64-bit sum:
- * floor((floor((x m + 2^30) / 2^31) + 2^(r-1) - [x < 0]) / 2^r)
- *   = (x m + rounding - [x < 0] 2^31) >> (31 + r), rounding = 2^30 + 2^(30+r) (compile time);
- * [x < 0] equals RoundingDivideByPOT's [high < 0] except when high = 0, where both give 0
- * (multipliers are >= 2^30). rounding[2c + [x < 0]] holds the constant minus [x < 0] 2^31. */
+/* Requantise (both roundings in one 64-bit sum: nn2c_mbqm_rounded), offset, clamp. */
 NN2C_INLINE int32_t nn2c_simd_requant(const nn2c_simd_out_t *o, int32_t acc, int32_t c) {
-    const int32_t shift = o->shifts[c];
-    int32_t y;
-    if (shift < 0) {
-        const int64_t v = o->rounding[2 * c + (int32_t)((uint32_t)acc >> 31)] + (int64_t)acc * o->multipliers[c];
-        y = (int32_t)(v >> 32) >> (-shift - 1);
-    } else {
-        y = nn2c_simd_mbqm(acc, o->multipliers[c], shift);
-    }
+    int32_t y = nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c);
     y += o->offset;
     y = y < o->lo ? o->lo : y;
     return y > o->hi ? o->hi : y;

@@ -281,6 +281,8 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
         _check_int8_offsets(ctx, x)
         _bias_check(ctx, bias, ("int32",), out_c)
         act_min, act_max = int_activation_range(ctx, activation, out)
+        if _conv_s8_sparse(ctx, geom, groups, x, w, bias, out, act_min, act_max):
+            return
         if simd_layout(ctx) and groups == 1 and w.is_constant and (bias is None or bias.is_constant):
             _conv_s8_simd(ctx, geom, x, w, bias, out, act_min, act_max)
             return
@@ -394,6 +396,32 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     raise ctx.unsupported(f"input {dtypes[0]}, filter {dtypes[1]}, output {dtypes[2]} is not a supported combination")
+
+
+def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: Value, bias: Value | None,
+                    out: Value, act_min: int, act_max: int) -> bool:
+    """A 1x1, unpadded, single-group int8 CONV_2D with a mostly-zero filter on the sparse kernel
+    (codegen/ops/sparse.py decides); False when the layer stays dense."""
+    from nn2c.codegen.ops.sparse import (  # it imports folded_bias
+        sparse_candidate,
+        sparse_fields,
+        use_sparse,
+    )
+
+    if (groups != 1 or (geom.filter_h, geom.filter_w, geom.pad_h, geom.pad_w) != (1, 1, 0, 0)
+            or not sparse_candidate(w, bias)):
+        return False
+    rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, geom.in_c)
+    if not use_sparse(ctx, rows, geom.batches * geom.out_h * geom.out_w):
+        return False
+    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
+    ctx.use_kernel("sparse")
+    params = ctx.params_struct("nn2c_conv_sparse_params_t", {
+        "m": sparse_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
+        "g": geom.initializer(),
+    })
+    ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
+    return True
 
 
 def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,

@@ -23,6 +23,7 @@ from nn2c.codegen.ops.common import (
     zero_point,
 )
 from nn2c.codegen.ops.conv import gemm_fields, simd_layout
+from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, use_sparse
 from nn2c.ir import Node
 
 
@@ -72,8 +73,22 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         in_scale, out_scale = scale(x), scale(out)
         real = [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)]
         act_min, act_max = int_activation_range(ctx, activation, out)
+        constant = sparse_candidate(w, bias)  # also what the SIMD kernel needs: the offset folded into the bias
+        # a [1, H, W, C] input stays on the dense kernels, which row groups can stream (codegen/stream.py)
+        streamable = len(x.type.shape) == 4 and x.type.shape[0] == 1 and x.type.shape[1] > 1
+        if constant and not streamable:
+            rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
+            if use_sparse(ctx, rows, batches):
+                ctx.use_kernel("sparse")
+                ctx.use_kernel("conv")  # nn2c_sparse.h includes nn2c_conv.h (geometry)
+                params = ctx.params_struct("nn2c_fc_sparse_params_t", {
+                    "m": sparse_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
+                    "batches": batches,
+                })
+                ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
+                return
         # run-time weights (TFLM allows them) cannot be re-laid out: the portable kernel reads them as they are
-        if simd_layout(ctx) and w.is_constant and zero_point(w) == 0 and (bias is None or bias.is_constant):
+        if simd_layout(ctx) and constant:
             # Cortex-M: the input offset folded into the bias, the filter re-laid out (nn2c_simd.c)
             ctx.use_kernel("simd")
             ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked

@@ -1,0 +1,296 @@
+"""Sparse int8 kernels against nn2c's dense kernels, in QEMU: writes the `sparse` section of docs/BENCHMARKS.md.
+
+Each model is pruned by nn2c itself (`--prune magnitude:S` or `N:M`, no fine-tuning) and written back
+as a .tflite; that zero-laden model is compiled for each core with `--sparse off` (nn2c's dense
+kernels), `--sparse always` (every int8 FULLY_CONNECTED and unpadded 1x1 CONV_2D on the sparse
+kernels) and `--sparse auto` (the default: per layer, by the target's break-even density), all with
+`--schedule layer` so that each layer's instructions are counted on their own. Every build runs in
+QEMU on seeded inputs and its outputs are compared with TFLM running the same zero-laden .tflite
+(integer outputs bit for bit). Cores: `portable` (the host target's C99 kernels, built for and run
+on the Cortex-M4), `cortex-m4` (Arm DSP dense kernels) and `cortex-m55` (Helium dense kernels).
+
+The choice of `--sparse auto`: per core and layer shape (`row`: one input row, a FULLY_CONNECTED of
+batch < 4; `block`: four rows at once, 1x1 convolutions), least-squares fits of the measured layers,
+dense instructions = a_d * MACs + b_d * outputs and sparse instructions = a_s * stored entries * input
+rows + b_s * outputs, give the coefficients nn2c.target ships (sparse_row_cost / sparse_block_cost);
+codegen/ops/sparse.py takes the sparse kernel where it predicts at most 0.9x the dense instructions.
+The `auto` columns then check that choice on every measured layer.
+
+    python bench/sparse.py [--models ...] [--prunings magnitude:0.5 ...] [--cores ...] [--no-write]
+                           [--save runs.json | --load runs.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+from report_file import replace_section  # noqa: E402
+from tests.conftest import model_path  # noqa: E402
+
+from nn2c.api import CompileOptions, compile_model  # noqa: E402
+from nn2c.codegen.ops.sparse import (  # noqa: E402
+    SAFETY,
+    SPARSE_COST_FEATURES,
+    cost_features,
+    density,
+    sparse_layout,
+)
+from nn2c.ir.cost import macs  # noqa: E402
+from nn2c.target import get_target  # noqa: E402
+from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
+
+MODELS = ["mlcommons_tiny/ad01_int8", "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8"]
+PRUNINGS = ["magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "1:8"]
+CORES = ["portable", "cortex-m4", "cortex-m55"]
+MODES = ["off", "always", "auto"]
+SPARSE_CALLS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
+
+
+@dataclass
+class LayerRun:
+    index: int
+    op: str
+    kind: str  # "row" or "block"
+    density: float
+    macs: int  # dense MACs (every weight)
+    depth: int
+    outputs: int
+    entries: int  # stored sparse entries (nonzeros padded per channel and segment) x input rows
+    rows: int  # input rows: FULLY_CONNECTED batches or output pixels
+    instructions: dict[str, float] = field(default_factory=dict)  # mode -> per inference
+    accesses: dict[str, float] = field(default_factory=dict)
+    sparse_in: dict[str, bool] = field(default_factory=dict)  # mode -> ran the sparse kernel
+
+
+@dataclass
+class Run:
+    model: str
+    pruning: str
+    core: str
+    total: dict[str, int] = field(default_factory=dict)  # mode -> instructions per inference
+    accesses: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, int] = field(default_factory=dict)  # mode -> flash weight bytes
+    tflm: dict[str, str] = field(default_factory=dict)
+    layers: list[LayerRun] = field(default_factory=list)
+
+
+def _options(core: str, mode: str) -> CompileOptions:
+    return CompileOptions(name="model", target="host" if core == "portable" else core, sparse=mode,
+                          schedule="layer")
+
+
+def _prune(model: str, pruning: str, workdir: Path) -> Path:
+    path = workdir / f"{Path(model).name}_{pruning.replace(':', '_')}.tflite"
+    result = compile_model(model_path(f"{model}.tflite"), CompileOptions(prune=pruning, write_tflite=str(path)))
+    assert result.tflite is not None
+    path.write_bytes(result.tflite)
+    return path
+
+
+def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
+    """Step index -> the layers the sparse kernels can take (what --sparse always puts on them)."""
+    result = compile_model(path, _options(core, "always"))
+    layers = {}
+    for k, step in enumerate(steps_of(result)):
+        if getattr(step, "op", None) not in ("FULLY_CONNECTED", "CONV_2D"):
+            continue
+        w, out = step.inputs[1], step.outputs[0]
+        if w is None or w.data is None:
+            continue
+        rows = np.asarray(w.data).reshape(w.type.shape[0], -1)
+        outputs = out.type.num_elements
+        batches = outputs // rows.shape[0]  # input rows: FULLY_CONNECTED batches or output pixels
+        entries = int(sparse_layout(rows.astype(np.int8))[0].sum(dtype=np.int64)) * batches
+        layers[k] = LayerRun(k, step.op, "block" if batches >= 4 else "row", density(rows), macs(step),
+                             rows.shape[1], outputs, entries, batches)
+    return layers
+
+
+def measure(model: str, pruning: str, core: str, records: int, workdir: Path, modes: list[str]) -> Run:
+    path = _prune(model, pruning, workdir)
+    run = Run(model, pruning, core)
+    layers = _candidates(path, core)
+    bench_target = "cortex-m4" if core == "portable" else core
+    for mode in modes:
+        report = bench_model(path, target=bench_target, count=records, options=_options(core, mode),
+                             workdir=workdir / f"{path.stem}_{core}_{mode}")
+        run.total[mode] = report.instructions_per_inference
+        run.accesses[mode] = sum(report.loads + report.stores) / max(len(report.loads), 1)
+        run.weights[mode] = report.footprint.flash_weights
+        bad = sum(c.mismatches for c in report.comparisons)
+        run.tflm[mode] = ("not run: " + "; ".join(report.skipped.values()) if report.skipped or not report.comparisons
+                          else "bit-exact" if bad == 0 else f"{bad} values differ")
+        for layer in report.layers:
+            if layer.index in layers:
+                entry = layers[layer.index]
+                entry.instructions[mode] = layer.instructions
+                entry.accesses[mode] = layer.memory_accesses
+                entry.sparse_in[mode] = any(call in SPARSE_CALLS for call in layer.calls)
+    run.layers = [x for x in layers.values() if x.instructions]
+    return run
+
+
+@dataclass
+class Fit:
+    dense: tuple[float, ...]  # coefficients of SPARSE_COST_FEATURES
+    sparse: tuple[float, ...]
+    layers: int
+    dense_error: float  # largest |predicted / measured - 1| over the layers
+    sparse_error: float
+
+    @property
+    def shipped(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return (tuple(float(f"{c:.4g}") for c in self.dense), tuple(float(f"{c:.4g}") for c in self.sparse))
+
+
+def _lstsq(features: list[list[int]], measured: list[float]) -> tuple[tuple[float, ...], float]:
+    a = np.array(features, dtype=np.float64)
+    y = np.array(measured, dtype=np.float64)
+    # relative least squares: every layer counts alike, small ones too
+    coef, *_ = np.linalg.lstsq(a / y[:, None], np.ones_like(y), rcond=None)
+    coef = np.array([float(f"{c:.4g}") for c in coef])  # as shipped
+    error = float(np.max(np.abs(a @ coef / y - 1.0)))
+    return tuple(float(c) for c in coef), error
+
+
+def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
+    """The dense and sparse instruction models of a core and layer shape, or None without data."""
+    samples = [x for r in runs if r.core == core for x in r.layers
+               if x.kind == kind and x.sparse_in.get("always") and "off" in x.instructions]
+    if len(samples) < 2 * len(SPARSE_COST_FEATURES):
+        return None
+    features = [cost_features(x.outputs // x.rows, x.depth, x.rows, x.entries // x.rows) for x in samples]
+    dense, dense_error = _lstsq([f[0] for f in features], [x.instructions["off"] for x in samples])
+    sparse, sparse_error = _lstsq([f[1] for f in features], [x.instructions["always"] for x in samples])
+    return Fit(dense, sparse, len(samples), dense_error, sparse_error)
+
+
+def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: bool = False) -> str:
+    lines = [
+        "## Sparse kernels: pruned models, dense against sparse, in QEMU",
+        "",
+        "Written by `bench/sparse.py`. Each model is pruned by nn2c (`--prune`, no fine-tuning) and written as a",
+        ".tflite; that model is compiled with `--sparse off` (nn2c's dense kernels), `--sparse always` and `--sparse",
+        "auto` (the default), `--schedule layer`, built, run in QEMU and compared with TFLM running the same",
+        "zero-laden .tflite (bit-exact: every build below matched). `portable` = the host target's C99 kernels run",
+        "on the Cortex-M4. Instructions per inference; MACs count every weight; weights = flash weight bytes.",
+        "",
+        "| model | pruning | core | density of sparse-able layers | instr dense | instr sparse (always) | ratio "
+        "| instr auto | ratio | loads+stores dense / always | weights dense | weights sparse | ratio | TFLM |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for r in runs:
+        weights_total = sum(x.macs for x in r.layers)
+        mean_density = sum(x.density * x.macs for x in r.layers) / weights_total if weights_total else 1.0
+        dense, always, auto = (r.total.get(m, 0) for m in ("off", "always", "auto"))
+        w_dense, w_sparse = r.weights.get("off", 0), r.weights.get("always", 0)
+        verdict = ", ".join(sorted(set(r.tflm.values())))
+        lines.append(
+            f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {mean_density:.3f} | {dense:,} | {always:,} "
+            f"| {always / dense:.2f}x | {auto:,} | {auto / dense:.2f}x | {r.accesses.get('off', 0):,.0f} / "
+            f"{r.accesses.get('always', 0):,.0f} | {w_dense:,} | {w_sparse:,} "
+            f"| {(w_sparse / w_dense if w_dense else 0):.2f}x | {verdict} |")
+    lines += ["", "Per layer that can run sparse (FULLY_CONNECTED, unpadded 1x1 CONV_2D) on the Cortex-M4: instructions",
+              "per inference (the other cores' layers: `python bench/sparse.py --load runs.json --no-write --all-layers`).",
+              "", "| model | pruning | core | op | kind | density | MACs | dense | sparse | ratio | auto chose |",
+              "|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in runs if all_layers else [r for r in runs if r.core == "cortex-m4"]:
+        for x in r.layers:
+            dense, sparse = x.instructions.get("off"), x.instructions.get("always")
+            if dense is None or sparse is None or not x.sparse_in.get("always"):
+                continue
+            chose = "sparse" if x.sparse_in.get("auto") else "dense" if "auto" in x.sparse_in else "-"
+            lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {x.index} {x.op} | {x.kind} "
+                         f"| {x.density:.3f} | {x.macs:,} | {dense:,.0f} | {sparse:,.0f} | {sparse / dense:.2f}x "
+                         f"| {chose} |")
+    chosen = [x for r in runs for x in r.layers if x.sparse_in.get("auto") and "off" in x.instructions]
+    slower = [x for x in chosen if x.instructions["auto"] >= x.instructions["off"]]
+    if chosen:
+        lines += ["", f"`--sparse auto` chose the sparse kernel on {len(chosen)} measured layers; {len(slower)} of them "
+                  "ran slower than dense."]
+    lines += ["", "Instruction models: instructions = coefficients . (" + ", ".join(SPARSE_COST_FEATURES) + "), work =",
+              "MACs (dense) or stored entries x input rows (sparse); relative least squares over the measured layers;",
+              f"shipped in nn2c.target as sparse_row_cost / sparse_block_cost; `auto` takes sparse where predicted <= {SAFETY}x",
+              "dense. Max error = the largest |predicted / measured - 1| over the layers.", "",
+              "| core | kernel | layers | dense coefficients | max error | sparse coefficients | max error | shipped "
+              "= fitted |", "|---|---|---:|---|---:|---|---:|---|"]
+    for (core, kind), f in fits.items():
+        target = get_target("host" if core == "portable" else core)
+        shipped = target.sparse_cost(kind == "block")
+        if f is None:
+            lines.append(f"| {core} | {kind} | 0 | - | - | - | - | {(shipped is None and 'none') or 'no data'} |")
+            continue
+        same = ("not shipped (host: its cost depends on the machine)" if core == "portable"
+                else "yes" if shipped == f.shipped else "no")
+        lines.append(f"| {core} | {kind} | {f.layers} | {f.shipped[0]} | {f.dense_error:.0%} | {f.shipped[1]} "
+                     f"| {f.sparse_error:.0%} | {same} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=MODELS)
+    parser.add_argument("--prunings", nargs="+", default=PRUNINGS)
+    parser.add_argument("--cores", nargs="+", default=CORES)
+    parser.add_argument("--modes", nargs="+", default=MODES)
+    parser.add_argument("--records", type=int, default=2)
+    parser.add_argument("--no-write", action="store_true", help="print the tables, leave docs/BENCHMARKS.md alone")
+    parser.add_argument("--save", type=Path, help="also write the measured runs as JSON")
+    parser.add_argument("--all-layers", action="store_true", help="the per-layer table for every core")
+    parser.add_argument("--load", type=Path, help="tabulate the runs of a --save file instead of measuring")
+    parser.add_argument("--remeasure", action="store_true",
+                        help="with --load: measure --modes again (e.g. auto after a change of its model), keep the rest")
+    args = parser.parse_args()
+    runs = []
+    if args.load:
+        for data in json.loads(args.load.read_text()):
+            layers = [LayerRun(**layer) for layer in data.pop("layers")]
+            runs.append(Run(**data, layers=layers))
+    if args.load and args.remeasure:
+        with tempfile.TemporaryDirectory() as tmp:
+            for run in runs:
+                fresh = measure(run.model, run.pruning, run.core, args.records, Path(tmp), args.modes)
+                for mode in args.modes:
+                    run.total[mode], run.accesses[mode] = fresh.total[mode], fresh.accesses[mode]
+                    run.weights[mode], run.tflm[mode] = fresh.weights[mode], fresh.tflm[mode]
+                by_index = {x.index: x for x in fresh.layers}
+                for x in run.layers:
+                    again = by_index.get(x.index)
+                    for mode in args.modes if again is not None else ():
+                        if mode in again.instructions:
+                            x.instructions[mode] = again.instructions[mode]
+                            x.accesses[mode] = again.accesses[mode]
+                            x.sparse_in[mode] = again.sparse_in[mode]
+                print(f"{run.model} {run.pruning} {run.core}: {run.total} {run.tflm}", flush=True)
+    elif not args.load:
+        with tempfile.TemporaryDirectory() as tmp:
+            for model in args.models:
+                for pruning in args.prunings:
+                    for core in args.cores:
+                        run = measure(model, pruning, core, args.records, Path(tmp), args.modes)
+                        print(f"{model} {pruning} {core}: {run.total} {run.tflm}", flush=True)
+                        runs.append(run)
+    if args.save:
+        args.save.write_text(json.dumps([asdict(r) for r in runs]))
+    cores = sorted({r.core for r in runs}, key=CORES.index)
+    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block")}
+    text = table(runs, fits, args.all_layers)
+    print(text)
+    if not args.no_write:
+        replace_section("sparse", text)
+    return 0 if all(v == "bit-exact" for r in runs for v in r.tflm.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Sparse int8 matrix products (kernels/nn2c_sparse.c) for FULLY_CONNECTED and 1x1 CONV_2D.
+
+A layer whose constant int8 filter is mostly zero (a pruned model, or `--prune`) runs a kernel that
+stores and multiplies only the nonzero weights. Whether it does is a per-layer choice made here:
+with `--sparse auto` (the default) when the target's instruction models of both kernels
+(nn2c.target: linear in SPARSE_COST_FEATURES, fitted to QEMU counts by bench/sparse.py) predict the
+sparse kernel at most SAFETY times the dense one's instructions; `--sparse off` never, `--sparse
+always` whenever the layer allows it (for tests and measurements).
+
+Flash layout (nn2c_sparse.h): per output channel and segment of 256 inputs a uint16 count, then one
+byte of position and one int8 value per nonzero, padded to whole blocks of 4. The input offset is
+folded into the bias, so only weights with zero point 0 qualify (TFLite's int8 filters have it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nn2c.codegen.context import EmitContext, format_field
+from nn2c.codegen.ops.conv import folded_bias, requant_rounding
+from nn2c.ir import Node, Value
+from nn2c.quant.fixedpoint import quantize_multiplier
+from nn2c.target import Target
+
+SEGMENT = 256  # NN2C_SPARSE_SEGMENT: inputs per segment, so a position fits one byte
+BLOCK = 4  # entries per segment list come in whole blocks of this many (zero-weight padding)
+# --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
+# measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
+SAFETY = 0.85
+# what the instruction models of nn2c.target weigh: the kernel's work (dense: MACs; sparse: stored entries x
+# input rows), then outputs, input elements, input rows and one call
+SPARSE_COST_FEATURES = ("work", "outputs", "inputs", "rows", "call")
+SPARSE_KERNELS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
+
+
+def density(rows: np.ndarray) -> float:
+    """Nonzero weights / weights of a filter (1.0 for an empty one)."""
+    return float(np.count_nonzero(rows)) / rows.size if rows.size else 1.0
+
+
+def sparse_candidate(w: Value, bias: Value | None) -> bool:
+    """A constant int8 filter whose zero points are all 0 (code 0 is the real 0) and a constant bias."""
+    quant = w.type.quant
+    return (w.is_constant and w.type.dtype == "int8" and (quant is None or not any(int(z) for z in quant.zero_point))
+            and (bias is None or bias.is_constant))
+
+
+def cost_features(out_c: int, depth: int, input_rows: int, entries: int) -> tuple[list[int], list[int]]:
+    """The dense and the sparse kernel's features (SPARSE_COST_FEATURES) of a layer: [out_c, depth]
+    filter, input_rows rows, `entries` stored sparse entries (all channels)."""
+    common = [out_c * input_rows, depth * input_rows, input_rows, 1]
+    return [out_c * depth * input_rows, *common], [entries * input_rows, *common]
+
+
+def predicted_instructions(target: Target, rows: np.ndarray, input_rows: int) -> tuple[float, float] | None:
+    """(dense, sparse) instructions the target's fitted model predicts for this [out_c, depth] filter
+    applied to input_rows rows, or None when the target has no measured model (also nn2c.profile's
+    prediction of a sparse step)."""
+    cost = target.sparse_cost(input_rows >= 4)
+    if cost is None:
+        return None
+    out_c, depth = rows.shape
+    entries = int(sparse_layout(rows)[0].sum(dtype=np.int64))
+    dense, sparse = cost_features(out_c, depth, input_rows, entries)
+    return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
+
+
+def use_sparse(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> bool:
+    """Whether this [out_c, depth] int8 filter, applied to input_rows rows (batches or output pixels),
+    takes the sparse kernel: with --sparse auto when the target's fitted model predicts it at most
+    SAFETY times the dense instructions (a margin for the model's error: never slower)."""
+    if ctx.sparse == "off" or rows.size == 0:
+        return False
+    if ctx.sparse == "always":
+        return True
+    predicted = predicted_instructions(ctx.target, rows, input_rows)
+    return predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
+
+
+def sparse_layout(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[out_c, depth] int8 -> (counts [out_c][segments] uint16, positions uint8, values int8): the
+    nonzeros channel after channel, segment after segment, in increasing input order, each segment's
+    list padded with zero weights at position 0 to a multiple of 4 entries (the kernels' block)."""
+    out_c, depth = rows.shape
+    segments = max(-(-depth // SEGMENT), 1)
+    padded = np.zeros((out_c, segments * SEGMENT), dtype=np.int8)
+    padded[:, :depth] = rows
+    blocks = padded.reshape(out_c * segments, SEGMENT)
+    nonzeros = np.count_nonzero(blocks, axis=1)
+    counts = (-(-nonzeros // BLOCK) * BLOCK).astype(np.uint16)
+    positions = np.zeros(int(counts.sum()), dtype=np.uint8)
+    values = np.zeros(int(counts.sum()), dtype=np.int8)
+    starts = np.concatenate([[0], np.cumsum(counts[:-1], dtype=np.int64)])
+    block_index, position = np.nonzero(blocks)  # row-major: block after block, positions ascending
+    rank = np.arange(block_index.size) - np.concatenate([[0], np.cumsum(nonzeros[:-1])])[block_index]
+    slots = starts[block_index] + rank
+    positions[slots] = position
+    values[slots] = blocks[block_index, position]
+    return counts, positions, values
+
+
+def sparse_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
+                  output_offset: int, act_min: int, act_max: int) -> str:
+    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows."""
+    out_c, depth = rows.shape
+    counts, positions, values = sparse_layout(rows)
+    per_channel = real if len(real) > 1 else real * out_c
+    pairs = [quantize_multiplier(m) for m in per_channel]
+    shifts = np.array([s for _, s in pairs], dtype=np.int32)
+    bias_data = None if bias is None else np.asarray(bias.data)
+    fields = {
+        "out_c": out_c, "depth": depth, "segments": counts.size // max(out_c, 1),
+        "counts": ctx.const_array(counts, "uint16_t", "sparse filter: nonzeros per channel and 256 inputs"),
+        "index": ctx.const_array(positions, "uint8_t", "sparse filter: position of each nonzero"),
+        "values": ctx.const_array(values, "int8_t", "sparse filter: the nonzero weights"),
+        "bias": ctx.const_array(folded_bias(bias_data, rows, input_offset, out_c, pad_to=1), "int32_t",
+                                "bias with the input offset folded in"),
+        "multipliers": ctx.const_array(np.array([m for m, _ in pairs], dtype=np.int32), "int32_t",
+                                       "output multipliers"),
+        "shifts": ctx.const_array(shifts, "int32_t", "output shifts"),
+        "rounding": ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"),
+        "output_offset": output_offset, "act_min": act_min, "act_max": act_max,
+    }
+    return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}"
+
+
+def sparse_instructions(target: Target, node: Node) -> float | None:
+    """The instructions the target's model predicts for a FULLY_CONNECTED / CONV_2D node lowered to a
+    sparse kernel (None without a model)."""
+    w = node.inputs[1]
+    if w is None or w.data is None or not node.outputs:
+        return None
+    rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
+    predicted = predicted_instructions(target, rows, node.outputs[0].type.num_elements // max(rows.shape[0], 1))
+    return None if predicted is None else max(predicted[1], 0.0)

@@ -1,0 +1,46 @@
+/* Sparse int8 matrix products: FULLY_CONNECTED and 1x1 CONV_2D whose filters are mostly zero.
+ *
+ * Only the nonzero weights are stored and multiplied. The filter row of each output channel is cut
+ * into segments of 256 inputs; per (channel, segment) the count of its nonzeros, and per nonzero its
+ * position inside the segment (one byte) and its value, channel after channel. Each segment's list is
+ * padded to a multiple of 4 entries with zero weights (position 0), so the loops run whole blocks of
+ * four. The input offset is
+ * folded into the bias (bias + input_offset * sum(filter row)), as the dense SIMD kernels do, so a
+ * sum runs over the nonzeros alone: the same int32 as TFLite's reference loop, requantised the same
+ * way (nn2c_mbqm), hence bit-exact with TFLM. */
+#ifndef NN2C_SPARSE_H
+#define NN2C_SPARSE_H
+#include "nn2c_common.h"
+#include "nn2c_conv.h"
+
+#define NN2C_SPARSE_SEGMENT 256 /* inputs per segment: a position fits one byte */
+
+typedef struct {
+    int32_t out_c, depth;
+    int32_t segments;        /* ceil(depth / NN2C_SPARSE_SEGMENT) */
+    const uint16_t *counts;  /* [out_c][segments] entries (nonzeros + padding, a multiple of 4) */
+    const uint8_t *index;    /* each nonzero's input position inside its segment */
+    const int8_t *values;    /* each nonzero's weight, in the same order */
+    const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
+    const int32_t *multipliers; /* per output channel (a per-tensor multiplier repeated) */
+    const int32_t *shifts;
+    const int64_t *rounding; /* per channel: the pair of nn2c_mbqm_rounded */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} nn2c_sparse_s8_t;
+
+/* FULLY_CONNECTED: batches rows of depth int8 values. */
+typedef struct {
+    nn2c_sparse_s8_t m;
+    int32_t batches;
+} nn2c_fc_sparse_params_t;
+
+/* CONV_2D with a 1x1 filter and no padding (any stride), one group; g is the layer's geometry. */
+typedef struct {
+    nn2c_sparse_s8_t m;
+    nn2c_conv_geom_t g;
+} nn2c_conv_sparse_params_t;
+
+void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output);
+void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output);
+#endif

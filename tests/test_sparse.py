@@ -1,0 +1,424 @@
+"""Sparse int8 kernels (codegen/ops/sparse.py, kernels/nn2c_sparse.c) and N:M pruning on real models.
+
+The models are pruned by nn2c itself (`--prune`, written back as .tflite), and TFLM runs that same
+zero-laden model dense: every sparse build must equal it bit for bit.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nn2c.api import CompileOptions, compile_model
+from nn2c.cli import main
+from nn2c.codegen.ops.sparse import SAFETY, predicted_instructions, sparse_layout
+from nn2c.prune import parse_spec
+from nn2c.target import get_target
+from nn2c.targets.cortexm_build import missing_tools
+from nn2c.verify.build import build, run
+from nn2c.verify.oracle import run_tflm
+from tests.c_safety import SANITIZE_FLAGS, extreme_records
+from tests.conftest import model_path, require_cc
+from tests.oracle_check import assert_matches_tflm, assert_records_match
+
+AD01 = model_path("mlcommons_tiny/ad01_int8.tflite")
+KWS = model_path("mlcommons_tiny/kws_ref_model.tflite")
+SPARSE_CALLS = ("nn2c_fc_s8_sparse(", "nn2c_conv_s8_sparse(")
+
+
+@cache
+def _pruned_bytes(model: Path, spec: str) -> bytes:
+    result = compile_model(model, CompileOptions(prune=spec, write_tflite="pruned.tflite"))
+    assert result.tflite is not None
+    return result.tflite
+
+
+def pruned(model: Path, spec: str, tmp_path: Path) -> Path:
+    path = tmp_path / f"{model.stem}_{spec.replace(':', '_')}.tflite"
+    path.write_bytes(_pruned_bytes(model, spec))
+    return path
+
+
+def sparse_calls(result) -> dict[str, int]:
+    code = result.files[f"{result.name}.c"]
+    return {call[:-1]: code.count(call) for call in SPARSE_CALLS}
+
+
+@pytest.mark.parametrize("shape", [(5, 300), (3, 7), (4, 256), (2, 513), (6, 1)])
+def test_layout_holds_exactly_the_filter(shape):
+    rng = np.random.default_rng(sum(shape))
+    rows = rng.integers(-128, 128, size=shape).astype(np.int8)
+    rows[rng.random(shape) < 0.7] = 0
+    counts, positions, values = sparse_layout(rows)
+    segments = counts.size // shape[0]
+    assert segments == -(-shape[1] // 256) and np.all(counts % 4 == 0)
+    rebuilt = np.zeros((shape[0], segments * 256), dtype=np.int64)
+    k = 0
+    for channel in range(shape[0]):
+        for segment in range(segments):
+            n = int(counts[channel * segments + segment])
+            nonzero = np.count_nonzero(rows[channel, segment * 256:(segment + 1) * 256])
+            assert nonzero <= n < nonzero + 4  # padded to a whole block, no more
+            np.add.at(rebuilt[channel], segment * 256 + positions[k:k + n].astype(np.int64), values[k:k + n])
+            k += n
+    assert k == positions.size == values.size
+    assert np.array_equal(rebuilt[:, :shape[1]], rows) and not rebuilt[:, shape[1]:].any()
+
+
+@pytest.mark.parametrize(("model", "spec", "schedule", "calls"), [
+    (AD01, "magnitude:0.75", "auto", {"nn2c_fc_s8_sparse": 10}),
+    (KWS, "1:8", "layer", {"nn2c_fc_s8_sparse": 1, "nn2c_conv_s8_sparse": 4}),
+    (KWS, "magnitude:0.9", "auto", {"nn2c_fc_s8_sparse": 1, "nn2c_conv_s8_sparse": 4}),
+])
+def test_sparse_kernels_match_tflm_on_pruned_models(model, spec, schedule, calls, tmp_path):
+    """FULLY_CONNECTED of batch 1 (one row) and 1x1 convolutions (four pixels at a time, the rest
+    one by one); kws at --schedule layer writes its 1x1 outputs 64 bytes below their inputs, so the
+    four-pixel blocks that overlap their own outputs run pixel by pixel."""
+    require_cc()
+    path = pruned(model, spec, tmp_path)
+    options = CompileOptions(sparse="always", schedule=schedule)
+    result = compile_model(path, options)
+    assert sparse_calls(result) == {"nn2c_fc_s8_sparse": 0, "nn2c_conv_s8_sparse": 0, **calls}
+    dense = compile_model(path, CompileOptions(sparse="off", schedule=schedule))
+    assert not any(sparse_calls(dense).values())
+    assert result.code.weight_bytes < dense.code.weight_bytes
+    if model == KWS and schedule == "layer":
+        steps = {pair.step: result.graph.nodes[pair.step] for pair in result.code.inplace}
+        assert any(steps[p.step].op == "CONV_2D" and p.distance < 4 * 64 for p in result.code.inplace)
+    assert_matches_tflm(path, tmp_path, records=3, name=f"{model.stem}_sparse")
+    from nn2c.verify.compare import verify_model
+
+    report = verify_model(path, count=3, references=("tflm",), workdir=tmp_path / "again", options=options)
+    assert report.comparisons and all(c.mismatches == 0 for c in report.comparisons)
+
+
+def test_sparse_kernels_sanitizer_clean_on_extreme_inputs(tmp_path):
+    """ASan + UBSan, all-min and all-max inputs, both kernels, the in-place fallback: still TFLM's."""
+    require_cc()
+    path = pruned(KWS, "1:8", tmp_path)
+    result = compile_model(path, CompileOptions(sparse="always", schedule="layer"))
+    assert all(sparse_calls(result).values())
+    exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    records = extreme_records(result.graph)
+    assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
+                         run_tflm(path, records, len(result.graph.outputs)))
+
+
+def test_auto_follows_the_targets_instruction_model(tmp_path):
+    """--sparse auto (the default): a layer takes the sparse kernel exactly where the target's fitted
+    model predicts at most SAFETY times the dense instructions; an unpruned model stays dense."""
+    for target in ("host", "cortex-m4", "cortex-m55"):
+        assert not any(sparse_calls(compile_model(AD01, CompileOptions(target=target))).values())
+    path = pruned(AD01, "1:8", tmp_path)
+    chosen = {}
+    for target in ("host", "cortex-m4", "cortex-m55"):
+        result = compile_model(path, CompileOptions(target=target))
+        expected = 0
+        for node in result.graph.nodes:
+            if node.op == "FULLY_CONNECTED":
+                rows = np.asarray(node.inputs[1].data).reshape(node.inputs[1].type.shape[0], -1)
+                predicted = predicted_instructions(get_target(target), rows, 1)
+                expected += predicted is not None and predicted[1] <= SAFETY * predicted[0]
+        chosen[target] = sparse_calls(result)["nn2c_fc_s8_sparse"]
+        assert chosen[target] == expected, target
+    # measured (bench/sparse.py): at 1:8 the sparse FULLY_CONNECTED wins on the M4, not against Helium's
+    # 16 MACs per instruction; the host has no model (its cost depends on the machine): never by itself
+    assert chosen["cortex-m4"] >= 8 and chosen["host"] == 0 and chosen["cortex-m55"] == 0
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_sparse_kernels_on_qemu(target, tmp_path):
+    """The DSP (inline assembly) and Helium (gather loads) kernels, bit-exact with TFLM in QEMU; on
+    the M4 a 1:8 pruned ad01 takes fewer instructions sparse than dense."""
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs gcc-arm-none-eabi "
+                    "binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    path = pruned(AD01, "1:8", tmp_path)
+    reports = {mode: bench_model(path, target=target, count=2, seed=2, workdir=tmp_path / mode,
+                                 options=CompileOptions(target=target, sparse=mode)) for mode in ("always", "off")}
+    for report in reports.values():
+        assert report.reference == "tflm" and report.passed()
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert any("nn2c_fc_s8_sparse" in layer.calls for layer in reports["always"].layers)
+    if target == "cortex-m4":
+        assert reports["always"].instructions_per_inference < 0.7 * reports["off"].instructions_per_inference
+    # nn2c.profile predicts the sparse steps with the target's sparse model: within 10% of QEMU's count
+    from nn2c.profiler import profile
+
+    steps = profile(path, target=target, options=CompileOptions(sparse="always")).steps
+    measured = {layer.index: layer.instructions for layer in reports["always"].layers
+                if "nn2c_fc_s8_sparse" in layer.calls}
+    predicted = sum(s.predicted[target] for s in steps if s.step in measured)
+    assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
+
+
+def test_n_m_pruning_keeps_n_of_every_m_along_the_input_channels(tmp_path):
+    path = pruned(KWS, "2:8", tmp_path)
+    graph = compile_model(path, CompileOptions(opt_level=0)).graph
+    checked = 0
+    for node in graph.nodes:
+        w = node.input(1)
+        if node.op in ("CONV_2D", "FULLY_CONNECTED") and w is not None and w.data is not None:
+            data = np.asarray(w.data)
+            if data.shape[-1] % 8:  # the first convolution reads 1 channel: left dense, with a note
+                assert np.count_nonzero(data) > 0.5 * data.size
+                continue
+            assert np.count_nonzero(data.reshape(-1, 8), axis=1).max() <= 2
+            checked += 1
+        elif node.op == "DEPTHWISE_CONV_2D":
+            assert np.count_nonzero(np.asarray(w.data)) > 0.5 * np.asarray(w.data).size  # left dense
+    assert checked == 5
+    payload = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(tmp_path / "o"), "--prune", "2:8"])
+    assert payload.exit_code == 0, payload.output
+    assert "stays dense: N:M pruning applies to CONV_2D and FULLY_CONNECTED" in payload.output
+    assert "its 1 input channels are not a multiple of M = 8" in payload.output
+    assert parse_spec("1:8") == ("1:8", 0.875)
+
+
+def test_n_m_that_does_not_divide_the_channels_is_a_note(tmp_path):
+    result = CliRunner().invoke(main, ["compile", str(model_path("tflite_micro/hello_world_int8.tflite")), "-o",
+                                       str(tmp_path / "o"), "--prune", "1:3", "--sparse", "always"])
+    assert result.exit_code == 0, result.output
+    assert "input channels are not a multiple of M = 3" in result.output
+
+
+@pytest.mark.parametrize("spec", ["3:2", "0:4", "4:4", "1:0", "1:999"])
+def test_bad_n_m_is_one_line_exit_7(spec, tmp_path):
+    result = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(tmp_path / "o"), "--prune", spec])
+    assert result.exit_code == 7
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("nn2c: error: --prune") and "N:M" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_sparse_mode_is_refused(tmp_path):
+    result = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(tmp_path / "o"), "--sparse", "maybe"])
+    assert result.exit_code != 0 and "--sparse" in result.output and not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def sparse_tflite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/sparse_tflite_build.py run by tensorflow's python: the converter's sparse-format models
+    and their dense twins."""
+    import subprocess
+
+    from tests.keras_zoo import tf_python
+
+    python = tf_python()
+    if not python.exists():
+        pytest.skip(f"SKIPPED LOUDLY: no tensorflow venv ({python} does not exist); make it with `make tf-venv`")
+    out = tmp_path_factory.mktemp("sparse_tflite")
+    script = Path(__file__).with_name("sparse_tflite_build.py")
+    done = subprocess.run([str(python), str(script), str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_tflite_sparse_format_is_densified_exactly(sparse_tflite, kind, tmp_path):
+    """The converter's EXPERIMENTAL_SPARSITY output (sparse tensors behind DENSIFY) gives the weights of
+    its dense twin exactly; int8 runs bit-exact with TFLM on the twin (TFLM has no DENSIFY), float
+    within 1e-5 of LiteRT on the sparse file itself."""
+    require_cc()
+    sparse, dense = sparse_tflite / f"sparse_{kind}.tflite", sparse_tflite / f"dense_{kind}.tflite"
+    ours = compile_model(sparse, CompileOptions(opt_level=0))
+    twin = compile_model(dense, CompileOptions(opt_level=0))
+    assert "DENSIFY" not in {n.op for n in ours.graph.nodes}
+    fcs = [(a, b) for a, b in zip(ours.graph.nodes, twin.graph.nodes, strict=True) if a.op == "FULLY_CONNECTED"]
+    assert len(fcs) == 3
+    for a, b in fcs:
+        assert np.array_equal(a.inputs[1].data, b.inputs[1].data) and a.inputs[1].type == b.inputs[1].type
+        assert np.mean(np.asarray(a.inputs[1].data) == 0) > 0.7
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+
+    result = compile_model(sparse, CompileOptions(sparse="always"))
+    records = random_records(result.graph.inputs, 3, 0)
+    outputs = run_compiled(result, records, tmp_path / "c")
+    if kind == "int8":
+        assert_records_match(outputs, run_tflm(dense, records, 1))
+    else:
+        from nn2c.verify.oracle import run_litert
+
+        assert_records_match(outputs, run_litert(sparse, records, 1), rtol=1e-5, atol=1e-6)
+
+
+def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
+    """Mutants of the converter's sparse-format files (segments, indices, dense sizes, traversal orders)
+    and of pruned models compile or end in one nn2c error (no traceback, hang or memory blow-up); the
+    accepted ones run on the sparse kernels (--sparse always) built with ASan + UBSan."""
+    from nn2c.fuzz.campaign import run_campaign
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+    require_cc()
+    seeds = [sparse_tflite / "sparse_int8.tflite", sparse_tflite / "sparse_float.tflite",
+             pruned(AD01, "1:8", tmp_path), pruned(KWS, "magnitude:0.8", tmp_path)]
+    variants = (CompileOptions(plan_time_limit=2.0, sparse="always"),
+                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4"))
+    result = run_campaign(seeds, seconds=20, seed=17, execute=build_and_run_sanitized, execute_share=0.4,
+                          variants=variants)
+    assert result.inputs > 50 and result.executed > 0
+    assert result.failures == [], "\n".join(result.failures[:10])
+    assert result.hangs == result.memory_errors == result.tracebacks == 0
+    assert result.compiled > 0 and result.rejected > 0
+
+
+def _sparsity_table(order: list[int], block_map: list[int], dims: list[tuple]) -> object:
+    """A tflite.SparsityParameters built with flatbuffers: dims are ("dense", size) or
+    ("csr", segments, indices)."""
+    import flatbuffers
+    import tflite
+
+    builder = flatbuffers.Builder(256)
+    metas = []
+    for dim in dims:
+        vectors = []
+        if dim[0] == "csr":
+            for values in (dim[1], dim[2]):
+                tflite.Int32VectorStartValuesVector(builder, len(values))
+                for v in reversed(values):
+                    builder.PrependInt32(v)
+                data = builder.EndVector()
+                tflite.Int32VectorStart(builder)
+                tflite.Int32VectorAddValues(builder, data)
+                vectors.append(tflite.Int32VectorEnd(builder))
+        tflite.DimensionMetadataStart(builder)
+        tflite.DimensionMetadataAddFormat(builder, 0 if dim[0] == "dense" else 1)
+        if dim[0] == "dense":
+            tflite.DimensionMetadataAddDenseSize(builder, dim[1])
+        else:
+            tflite.DimensionMetadataAddArraySegmentsType(builder, 1)
+            tflite.DimensionMetadataAddArraySegments(builder, vectors[0])
+            tflite.DimensionMetadataAddArrayIndicesType(builder, 1)
+            tflite.DimensionMetadataAddArrayIndices(builder, vectors[1])
+        metas.append(tflite.DimensionMetadataEnd(builder))
+
+    def int_vector(start, values):
+        start(builder, len(values))
+        for v in reversed(values):
+            builder.PrependInt32(v)
+        return builder.EndVector()
+
+    order_vec = int_vector(tflite.SparsityParametersStartTraversalOrderVector, order)
+    block_vec = int_vector(tflite.SparsityParametersStartBlockMapVector, block_map)
+    tflite.SparsityParametersStartDimMetadataVector(builder, len(metas))
+    for meta in reversed(metas):
+        builder.PrependUOffsetTRelative(meta)
+    meta_vec = builder.EndVector()
+    tflite.SparsityParametersStart(builder)
+    tflite.SparsityParametersAddTraversalOrder(builder, order_vec)
+    tflite.SparsityParametersAddBlockMap(builder, block_vec)
+    tflite.SparsityParametersAddDimMetadata(builder, meta_vec)
+    builder.Finish(tflite.SparsityParametersEnd(builder))
+    return tflite.SparsityParameters.GetRootAs(builder.Output(), 0)
+
+
+def test_block_sparse_and_column_major_formats_densify_exactly():
+    """The schema's other layouts: 1x4 blocks (block_map, a dense block dimension), and a traversal
+    order that stores columns first; malformed metadata is refused naming the tensor."""
+    from nn2c.errors import InvalidModelError
+    from nn2c.frontends.tflite_sparsity import densify
+
+    dense = np.zeros((4, 8), dtype=np.int8)
+    dense[0, 4:8] = [1, 2, 3, 4]
+    dense[2, 0:4] = [5, 0, 6, 7]
+    dense[3, 0:8] = [8, 9, 10, 11, 12, 13, 14, 15]
+    blocked = _sparsity_table([0, 1, 2], [1], [("dense", 4), ("csr", [0, 1, 1, 2, 4], [1, 0, 0, 1]), ("dense", 4)])
+    values = np.array([1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], dtype=np.int8)
+    assert np.array_equal(densify(blocked, values, (4, 8), "t"), dense)
+    matrix = np.array([[0, 3, 0], [4, 0, 5]], dtype=np.float32)
+    columns = _sparsity_table([1, 0], [], [("dense", 3), ("csr", [0, 1, 2, 3], [1, 0, 1])])
+    assert np.array_equal(densify(columns, np.array([4, 3, 5], dtype=np.float32), (2, 3), "t"), matrix)
+    for broken, stored in ((_sparsity_table([1, 0], [], [("dense", 3), ("csr", [0, 1, 2, 3], [1, 0, 7])]), 3),
+                           (_sparsity_table([1, 0], [], [("dense", 3), ("csr", [0, 1, 2, 3], [1, 0, 1])]), 2),
+                           (_sparsity_table([0, 0], [], [("dense", 3), ("dense", 2)]), 6),
+                           (_sparsity_table([1, 0], [], [("dense", 3), ("csr", [0, 9, 2, 3], [1, 0, 1])]), 3)):
+        with pytest.raises(InvalidModelError, match="tensor 't'"):
+            densify(broken, np.ones(stored, dtype=np.float32), (2, 3), "tensor 't'")
+
+
+def test_torch_pruned_model_runs_sparse_and_equals_its_dense_build(tmp_path):
+    """torch.nn.utils.prune (L1 unstructured, 90%, made permanent) exported to ONNX, quantized by nn2c
+    to int8: the pruned 1x1 convolutions and the Linear layer keep their zeros and run sparse (on the
+    M4 by the cost model the Linear layer; the convolutions are too small to gain there), with outputs
+    equal bit for bit to the dense build of the same model."""
+    torch = pytest.importorskip("torch", reason="SKIPPED LOUDLY: torch is needed to export the pruned model")
+    from torch.nn.utils import prune as torch_prune
+
+    require_cc()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 64, 1), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 1), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10)).eval()
+    for layer in (model[0], model[2], model[6]):
+        torch_prune.l1_unstructured(layer, name="weight", amount=0.9)
+        torch_prune.remove(layer, "weight")
+    path = tmp_path / "pruned.onnx"
+    torch.onnx.export(model, torch.randn(1, 8, 12, 12), str(path), dynamo=False)
+    samples = tmp_path / "calibration.npy"
+    np.save(samples, np.random.default_rng(0).standard_normal((16, 1, 8, 12, 12)).astype(np.float32))
+    common = {"quantize": "int8", "calibration": str(samples), "target": "cortex-m4"}
+    sparse = compile_model(path, CompileOptions(**common))  # --sparse auto on the M4
+    dense = compile_model(path, CompileOptions(**common, sparse="off"))
+    calls = sparse_calls(sparse)
+    assert calls["nn2c_fc_s8_sparse"] == 1 and not any(sparse_calls(dense).values())
+    host = compile_model(path, CompileOptions(quantize="int8", calibration=str(samples), sparse="always"))
+    reference = compile_model(path, CompileOptions(quantize="int8", calibration=str(samples), sparse="off"))
+    assert sum(sparse_calls(host).values()) == 3
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+
+    records = random_records(host.graph.inputs, 3, 1)
+    assert_records_match(run_compiled(host, records, tmp_path / "s"), run_compiled(reference, records, tmp_path / "d"),
+                         rtol=0.0, atol=0.0)
+
+
+def test_write_onnx_gives_back_the_users_model_pruned(tmp_path):
+    """--prune 2:8 --write-onnx on a float ONNX model: the written file is the user's model with the
+    zeros in its initializers (nothing else changed), onnxruntime runs it, and compiling it gives the
+    C of the --prune compile."""
+    onnx = pytest.importorskip("onnx", reason="SKIPPED LOUDLY: onnx is needed")
+    from onnx import numpy_helper
+
+    from nn2c.verify.onnx_oracle import run_onnxruntime
+
+    source = model_path("onnx/cnn_float.onnx")
+    written = tmp_path / "pruned.onnx"
+    result = CliRunner().invoke(main, ["compile", str(source), "-o", str(tmp_path / "out"), "--json",
+                                       "--prune", "magnitude:0.6", "--write-onnx", str(written)])
+    assert result.exit_code == 0, result.output
+    assert written.exists()
+    before, after = onnx.load(str(source)), onnx.load(str(written))
+    assert [n.SerializeToString() for n in before.graph.node] == [n.SerializeToString() for n in after.graph.node]
+    old = {t.name: numpy_helper.to_array(t) for t in before.graph.initializer}
+    new = {t.name: numpy_helper.to_array(t) for t in after.graph.initializer}
+    assert old.keys() == new.keys()
+    changed = [k for k in old if not np.array_equal(old[k], new[k])]
+    assert changed and all(np.all((new[k] == 0) | (new[k] == old[k])) for k in changed)
+    assert all(np.mean(new[k] == 0) >= 0.59 for k in changed)
+    ours = compile_model(source, CompileOptions(name="m", prune="magnitude:0.6"))
+    again = compile_model(written, CompileOptions(name="m"))
+    assert ours.files["m.c"].replace(source.name, written.name) == again.files["m.c"]
+    assert ours.files["m_weights.c"] == again.files["m_weights.c"]
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+
+    records = random_records(again.graph.inputs, 2, 0)
+    assert_records_match(run_compiled(again, records, tmp_path / "c"),
+                         run_onnxruntime(written, again.graph, records), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--write-onnx", "x.onnx"], "needs --prune"),
+    (["--prune", "1:8", "--write-onnx", "x.onnx"], "is not one; use --write-tflite"),
+])
+def test_write_onnx_misuse_is_one_line_exit_7(args, words, tmp_path):
+    result = CliRunner().invoke(main, ["compile", str(KWS), "-o", str(tmp_path / "o"), *args])
+    assert result.exit_code == 7 and words in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1
