@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nn2c.api import compile_model
+from nn2c.api import CompileOptions, compile_model
 from nn2c.errors import InvalidModelError, NN2CError, UnsupportedOpError
 from nn2c.fuzz.campaign import run_campaign
 from nn2c.fuzz.tflite_mutator import locate_fields, mutate
-from tests.conftest import model_path
+from tests.conftest import model_path, require_cc
 
 FUZZ_MODELS = [
     "tflite_micro/hello_world_int8.tflite",
@@ -407,3 +407,41 @@ def test_backend_mutant_with_nan_constant_builds_and_runs_clean(tmp_path):
     weights = next(text for name, text in result.files.items() if name.endswith("_weights.c"))
     assert "NAN" in weights and "#include <math.h>" in weights
     assert build_and_run_sanitized(result, tmp_path / "out") is None
+
+
+# --- regressions of the sparse-kernel campaign (session 10: pruned and sparse-format seeds) ------------------
+
+def test_fully_connected_whose_shapes_do_not_fit_its_filter_is_one_clean_error():
+    """A FULLY_CONNECTED of the converter's sparse MLP whose output shape became [1, 7] for 64 units: the
+    next one read 64 inputs from a 7-value tensor (ASan: global-buffer-overflow in the sparse and the
+    dense kernels alike)."""
+    with pytest.raises(InvalidModelError) as info:
+        compile_model(FUZZ_ASSETS / "sparse_mlp_fc_input_shape_7.tflite")
+    assert "FULLY_CONNECTED" in str(info.value) and "output [1, 7] do not fit the filter [64, 32]" in str(info.value)
+
+
+def test_depthwise_filter_of_rank_1_is_one_clean_error():
+    """kws with a DEPTHWISE_CONV_2D reading a 1-D tensor as its filter: the MAC count of prune-channels
+    raised IndexError (a traceback) before the lowering could refuse the filter."""
+    with pytest.raises(UnsupportedOpError) as info:
+        compile_model(FUZZ_ASSETS / "kws_depthwise_filter_rank_1.tflite")
+    assert "the depthwise filter must be 1HWO" in str(info.value)
+
+
+def test_huge_output_multiplier_wraps_instead_of_overflowing(tmp_path):
+    """A 1x1 CONV_2D whose output scale became 1e-30 (a multiplier of 2**70): the requantised value plus
+    the zero point overflowed int32 (UBSan, found on person_detect); it now wraps as TFLM's sum does."""
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+    from tests.tflite_builder import ModelBuilder
+
+    require_cc()
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 2, 2, 4), scale=0.5, zero_point=0)
+    w = b.tensor("int8", (3, 1, 1, 4), scale=[0.5] * 3, zero_point=[0] * 3, axis=0,
+                 data=np.arange(12).reshape(3, 1, 1, 4) - 6)
+    y = b.tensor("int8", (1, 2, 2, 3), scale=1e-30, zero_point=-128)
+    b.op("CONV_2D", [x, w, -1], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 1})
+    path = tmp_path / "huge_multiplier.tflite"
+    path.write_bytes(b.build(inputs=[x], outputs=[y]))
+    for options in (CompileOptions(), CompileOptions(sparse="always")):
+        assert build_and_run_sanitized(compile_model(path, options), tmp_path / options.sparse) is None

@@ -14,16 +14,17 @@ def macs(node: Node) -> int:
     if node.op == "CONV_2D" and w is not None:
         # output elements x (kh * kw * in_channels)
         return prod(out) * prod(w.type.shape[1:])
+    # slices, not indices: a malformed filter (a fuzzed rank) counts what its shape has; the lowering refuses it
     if node.op == "DEPTHWISE_CONV_2D" and w is not None:
-        return prod(out) * w.type.shape[1] * w.type.shape[2]
+        return prod(out) * prod(w.type.shape[1:3])
     if node.op == "FULLY_CONNECTED" and w is not None:
-        return prod(out) * w.type.shape[-1]
+        return prod(out) * prod(w.type.shape[-1:])
     if node.op == "SVDF" and w is not None:
         time_w = node.input(2)
-        batch = node.inputs[0].type.shape[0] if node.inputs[0] else 1
-        feature = w.type.shape[0] * w.type.shape[1]
-        memory = time_w.type.shape[1] if time_w is not None else 0
-        return batch * (feature + w.type.shape[0] * memory)
+        batch = prod(node.inputs[0].type.shape[:1]) if node.inputs[0] else 1
+        feature = prod(w.type.shape[:2])
+        memory = prod(time_w.type.shape[1:2]) if time_w is not None else 0
+        return batch * (feature + prod(w.type.shape[:1]) * memory)
     if node.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
         x = node.inputs[0]
         if x is None:

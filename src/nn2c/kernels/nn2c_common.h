@@ -128,6 +128,12 @@ NN2C_INLINE int32_t nn2c_mbqm(int32_t x, int32_t multiplier, int shift) {
     return nn2c_rdbpot(nn2c_srdhm(shifted, multiplier), right_shift);
 }
 
+/* A requantised value plus the output zero point, wrapping as TFLM's int32 sum does in practice: a
+ * huge multiplier (a malformed or fuzzed scale) must not make it undefined behaviour. */
+NN2C_INLINE int32_t nn2c_add_offset(int32_t value, int32_t offset) {
+    return (int32_t)((uint32_t)value + (uint32_t)offset);
+}
+
 /* nn2c_mbqm with, for shift = -r < 0, both roundings folded into one 64-bit sum:
  * floor((floor((x m + 2^30) / 2^31) + 2^(r-1) - [x < 0]) / 2^r)
  *   = (x m + rounding - [x < 0] 2^31) >> (31 + r), rounding = 2^30 + 2^(30+r) (compile time);

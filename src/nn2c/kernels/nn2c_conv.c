@@ -132,7 +132,7 @@ static int32_t nn2c_conv_acc_s8(const nn2c_conv_geom_t *g, int32_t fic, int32_t 
 
 static int8_t nn2c_conv_requant_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                    int32_t act_min, int32_t act_max) {
-    acc = nn2c_mbqm(acc, multiplier, (int)shift) + output_offset;
+    acc = nn2c_add_offset(nn2c_mbqm(acc, multiplier, (int)shift), output_offset);
     return (int8_t)nn2c_clamp_i32(acc, act_min, act_max);
 }
 

@@ -17,7 +17,7 @@ void nn2c_fully_connected_s8(const nn2c_fc_s8_params_t *p, const int8_t *input, 
                 acc += bias[c];
             }
             int32_t k = p->per_channel ? c : 0;
-            acc = nn2c_mbqm(acc, p->multipliers[k], (int)p->shifts[k]) + p->output_offset;
+            acc = nn2c_add_offset(nn2c_mbqm(acc, p->multipliers[k], (int)p->shifts[k]), p->output_offset);
             output[b * p->output_depth + c] = (int8_t)nn2c_clamp_i32(acc, p->act_min, p->act_max);
         }
     }
@@ -89,7 +89,7 @@ void nn2c_fc_s8_finish(const nn2c_fc_s8_params_t *p, const int32_t *acc, const i
             total += bias[c];
         }
         int32_t k = p->per_channel ? c : 0;
-        total = nn2c_mbqm(total, p->multipliers[k], (int)p->shifts[k]) + p->output_offset;
+        total = nn2c_add_offset(nn2c_mbqm(total, p->multipliers[k], (int)p->shifts[k]), p->output_offset);
         output[c] = (int8_t)nn2c_clamp_i32(total, p->act_min, p->act_max);
     }
 }

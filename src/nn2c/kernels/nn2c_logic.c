@@ -396,7 +396,7 @@ static inline float nn2c_prelu_elem_f32(const nn2c_logic_params_t *p, float x, f
 static inline int32_t nn2c_prelu_q(const nn2c_prelu_q_params_t *p, int32_t x, int32_t alpha) {
     const int32_t input = p->input_offset + x;
     if (input >= 0) {
-        return nn2c_mbqm(input, p->multiplier_positive, (int)p->shift_positive) + p->output_offset;
+        return nn2c_add_offset(nn2c_mbqm(input, p->multiplier_positive, (int)p->shift_positive), p->output_offset);
     }
     return nn2c_mbqm(input * (p->alpha_offset + alpha), p->multiplier_negative, (int)p->shift_negative) +
            p->output_offset;

@@ -64,7 +64,7 @@ void nn2c_batch_matmul_s8(const nn2c_batch_matmul_q_params_t *p, const int8_t *l
                     acc += ((int32_t)a[k * s->lhs_depth_stride] + p->lhs_offset) *
                            ((int32_t)c[k * s->rhs_depth_stride] + p->rhs_offset);
                 }
-                acc = nn2c_mbqm(acc, p->multiplier, (int)p->shift) + p->output_offset;
+                acc = nn2c_add_offset(nn2c_mbqm(acc, p->multiplier, (int)p->shift), p->output_offset);
                 o[i * s->cols + j] = (int8_t)nn2c_clamp_i32(acc, p->act_min, p->act_max);
             }
         }
@@ -88,7 +88,7 @@ void nn2c_batch_matmul_s16(const nn2c_batch_matmul_q_params_t *p, const int16_t 
                     acc += ((int64_t)a[k * s->lhs_depth_stride] + p->lhs_offset) *
                            ((int64_t)c[k * s->rhs_depth_stride] + p->rhs_offset);
                 }
-                int32_t v = nn2c_mbqm_i64(acc, p->multiplier, (int)p->shift) + p->output_offset;
+                int32_t v = nn2c_add_offset(nn2c_mbqm_i64(acc, p->multiplier, (int)p->shift), p->output_offset);
                 o[i * s->cols + j] = (int16_t)nn2c_clamp_i32(v, p->act_min, p->act_max);
             }
         }
@@ -193,7 +193,7 @@ void nn2c_tconv_s8(const nn2c_tconv_q_params_t *p, const int8_t *input, const in
                     int32_t acc = 0;
                     NN2C_TCONV_LOOP(int32_t, int8_t, p->input_offset)
                     if (bias) acc += bias[oc];
-                    acc = nn2c_mbqm(acc, p->multipliers[oc], (int)p->shifts[oc]) + p->output_offset;
+                    acc = nn2c_add_offset(nn2c_mbqm(acc, p->multipliers[oc], (int)p->shifts[oc]), p->output_offset);
                     out[oc] = (int8_t)nn2c_clamp_i32(acc, p->act_min, p->act_max);
                 }
             }
@@ -216,7 +216,7 @@ void nn2c_tconv_s16(const nn2c_tconv_q_params_t *p, const int16_t *input, const 
                     int64_t acc = 0;
                     NN2C_TCONV_LOOP(int64_t, int16_t, 0)
                     if (bias) acc += bias[oc];
-                    const int32_t v = nn2c_mbqm_i64(acc, p->multipliers[oc], (int)p->shifts[oc]) + p->output_offset;
+                    const int32_t v = nn2c_add_offset(nn2c_mbqm_i64(acc, p->multipliers[oc], (int)p->shifts[oc]), p->output_offset);
                     out[oc] = (int16_t)nn2c_clamp_i32(v, p->act_min, p->act_max);
                 }
             }

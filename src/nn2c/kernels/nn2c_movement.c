@@ -807,7 +807,7 @@ void nn2c_cumsum_s8(const nn2c_cumsum_s8_params_t *p, const int8_t *input, int8_
                     acc = (int32_t)((uint32_t)acc + (uint32_t)scaled);
                     sum = acc;
                 }
-                out = nn2c_mbqm_smaller_than_one(sum, p->output_multiplier, p->output_shift) + p->output_offset;
+                out = nn2c_add_offset(nn2c_mbqm_smaller_than_one(sum, p->output_multiplier, p->output_shift), p->output_offset);
                 out = out < p->act_min ? p->act_min : (out > p->act_max ? p->act_max : out);
                 output[at] = (int8_t)out;
             }

@@ -161,7 +161,7 @@ NN2C_INLINE void nn2c_reduce_next(const nn2c_reduce_params_t *p, nn2c_reduce_wal
     NN2C_REDUCE_SUM_INT                                                                            \
     for (int32_t o = 0; o < p->num_outputs; ++o) {                                                 \
         int64_t centred = (int64_t)temp_sum[o] - (int64_t)p->input_zp * p->num_reduced;          \
-        int32_t acc = nn2c_mbqm((int32_t)centred, p->multiplier, (int)p->shift) + p->output_zp;   \
+        int32_t acc = nn2c_add_offset(nn2c_mbqm((int32_t)centred, p->multiplier, (int)p->shift), p->output_zp);   \
         output[o] = (TYPE)nn2c_clamp_i32(acc, QMIN, QMAX);                                         \
     }
 

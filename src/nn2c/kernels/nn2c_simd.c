@@ -92,7 +92,7 @@ typedef struct {
 /* Requantise (both roundings in one 64-bit sum: nn2c_mbqm_rounded), offset, clamp. */
 NN2C_INLINE int32_t nn2c_simd_requant(const nn2c_simd_out_t *o, int32_t acc, int32_t c) {
     int32_t y = nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c);
-    y += o->offset;
+    y = nn2c_add_offset(y, o->offset);
     y = y < o->lo ? o->lo : y;
     return y > o->hi ? o->hi : y;
 }

@@ -29,9 +29,7 @@ NN2C_INLINE nn2c_sparse_out_t nn2c_sparse_out(const nn2c_sparse_s8_t *m) {
 }
 
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_out_t *o, int32_t c, int32_t acc) {
-    /* the offset added with wrap-around, as TFLM's int32 sum does in practice (a huge multiplier) */
-    acc = (int32_t)((uint32_t)nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c) +
-                    (uint32_t)o->offset);
+    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c), o->offset);
     return (int8_t)(acc < o->lo ? o->lo : (acc > o->hi ? o->hi : acc));
 }
 

@@ -56,7 +56,7 @@ static inline int32_t nn2c_svdf_wrap_add(int32_t a, int32_t b) {
                 }                                                                                    \
                 acc = nn2c_svdf_wrap_add(acc, dot);                                                  \
             }                                                                                        \
-            acc = nn2c_mbqm(acc, p->multiplier2, (int)p->shift2) + p->output_zero_point;             \
+            acc = nn2c_add_offset(nn2c_mbqm(acc, p->multiplier2, (int)p->shift2), p->output_zero_point);             \
             output[b * units + u] = (int8_t)nn2c_clamp_i32(acc, -128, 127);                          \
         }                                                                                            \
     }

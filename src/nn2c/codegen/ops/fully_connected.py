@@ -24,6 +24,7 @@ from nn2c.codegen.ops.common import (
 )
 from nn2c.codegen.ops.conv import gemm_fields, simd_layout
 from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, use_sparse
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
 
 
@@ -64,7 +65,13 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
     output_depth = w.type.shape[0]
     if bias is not None and bias.type.num_elements != output_depth:  # the kernels read one bias per output
         raise ctx.unsupported(f"bias {bias.name!r} has {bias.type.num_elements} values for {output_depth} outputs")
-    batches = prod(out.type.shape) // output_depth
+    batches = prod(out.type.shape) // output_depth if output_depth else 0
+    # every kernel reads batches x accum_depth inputs and writes batches x output_depth outputs (TFLM derives
+    # the batches from the input the same way); a malformed model must not make them read past a buffer
+    if accum_depth <= 0 or x.type.num_elements != batches * accum_depth or out.type.num_elements != batches * output_depth:
+        raise InvalidModelError(f"{node.where()}: input {x.name!r} {list(x.type.shape)} and output "
+                                f"{list(out.type.shape)} do not fit the filter {list(w.type.shape)} (inputs x "
+                                "[outputs, depth]); the model is malformed, re-export it")
     activation = node.fused_activation
     ctx.use_kernel("fully_connected")
     dims = {"batches": batches, "accum_depth": accum_depth, "output_depth": output_depth}
