@@ -445,3 +445,11 @@ def test_huge_output_multiplier_wraps_instead_of_overflowing(tmp_path):
     path.write_bytes(b.build(inputs=[x], outputs=[y]))
     for options in (CompileOptions(), CompileOptions(sparse="always")):
         assert build_and_run_sanitized(compile_model(path, options), tmp_path / options.sparse) is None
+
+
+def test_model_output_marked_variable_is_one_clean_error():
+    """The converter's sparse MLP with its output tensor's is_variable flag set (6 random bytes): the
+    arena planner kept it with the state, and writing the C raised KeyError (a traceback)."""
+    with pytest.raises(InvalidModelError) as info:
+        compile_model(FUZZ_ASSETS / "sparse_mlp_output_is_variable.tflite")
+    assert "'StatefulPartitionedCall_1:0' is marked as a variable (state) tensor" in str(info.value)

@@ -277,6 +277,12 @@ class _Reader:
             if inputs[0].type.shape != outputs[0].type.shape or inputs[0].type.dtype != outputs[0].type.dtype:
                 raise InvalidModelError(f"{self.source}: {where}: DENSIFY changes the tensor's type "
                                         f"({inputs[0].type} -> {outputs[0].type})")
+            out_index = int(op.OutputsAsNumpy()[0])
+            model_io = {int(i) for i in self.subgraph.InputsAsNumpy()} | {int(i) for i in self.subgraph.OutputsAsNumpy()}
+            if outputs[0].data is not None or outputs[0].producer is not None or out_index in model_io:
+                raise InvalidModelError(f"{self.source}: {where}: DENSIFY writes tensor {out_index} "
+                                        f"{outputs[0].name!r}, which is a model input or output or has another "
+                                        "producer; re-export the model")
             outputs[0].data = inputs[0].data
             return
         if op_name.startswith("CUSTOM:"):
@@ -316,6 +322,10 @@ class _Reader:
                 continue
             self.add_op(graph, op, op_name, op_index, where)
         graph.outputs = [self.value(int(i), "the model output list") for i in sub.OutputsAsNumpy()]
+        for value in graph.inputs + graph.outputs:  # the caller's buffers live in the arena, state apart
+            if value.is_variable:
+                raise InvalidModelError(f"{self.source}: model input/output {value.name!r} is marked as a variable "
+                                        "(state) tensor; re-export the model")
         description = self.model.Description()
         graph.metadata["description"] = description.decode("utf-8", "replace") if description else ""
         graph.metadata["source_format"] = "tflite"
