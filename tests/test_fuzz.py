@@ -312,7 +312,7 @@ def test_tflite_fuzzer_finding_fc_bias_of_wrong_length(tmp_path):
     """A mutant of hello_world_int8 (op #1's bias input re-pointed at op #2's one-value bias): an IndexError
     in passes/prune_channels.py, and before that pass, C that read 16 biases from a 1-value array."""
     path = Path(__file__).parent / "assets" / "fuzz" / "hello_world_int8_fc_bias_of_1.tflite"
-    with pytest.raises(UnsupportedOpError, match=r"op #1 FULLY_CONNECTED .* has 1 values for 16 outputs"):
+    with pytest.raises(UnsupportedOpError, match=r"op #1 FULLY_CONNECTED .* has 1 values for 16 channels"):
         compile_model(path)
 
 
@@ -453,3 +453,10 @@ def test_model_output_marked_variable_is_one_clean_error():
     with pytest.raises(InvalidModelError) as info:
         compile_model(FUZZ_ASSETS / "sparse_mlp_output_is_variable.tflite")
     assert "'StatefulPartitionedCall_1:0' is marked as a variable (state) tensor" in str(info.value)
+
+
+def test_fully_connected_bias_of_the_wrong_type_is_one_clean_error():
+    """ad01 with an int8 activation wired in as a FULLY_CONNECTED's bias (third sparse campaign): the
+    generated C passed an int8_t pointer where the kernel takes int32_t (the build failed)."""
+    with pytest.raises(UnsupportedOpError, match=r"op #7 FULLY_CONNECTED .* is int8; expected int32"):
+        compile_model(FUZZ_ASSETS / "ad01_fc_bias_int8_activation.tflite")

@@ -135,7 +135,7 @@ def _check_int8_offsets(ctx: EmitContext, x: Value) -> None:
         raise ctx.unsupported(f"input zero point {zero_point(x)} is outside the int8 range")
 
 
-def _bias_check(ctx: EmitContext, bias: Value | None, allowed: tuple[str, ...], channels: int) -> None:
+def check_bias(ctx: EmitContext, bias: Value | None, allowed: tuple[str, ...], channels: int) -> None:
     if bias is None:
         return
     if bias.type.dtype not in allowed:
@@ -148,7 +148,7 @@ def _hybrid(ctx: EmitContext, node: Node, geom: Geometry, x: Value, w: Value, bi
             *, groups: int, depth_multiplier: int, depthwise: bool) -> None:
     axis = 3 if depthwise else 0
     filter_scales = _channel_scales(ctx, w, geom.out_c, axis)
-    _bias_check(ctx, bias, ("float32",), geom.out_c)
+    check_bias(ctx, bias, ("float32",), geom.out_c)
     stored = w.type.quant.scale if w.type.quant else ()
     # TFLite's conv takes the per-tensor (symmetric) path unless the scales differ or there are groups
     per_channel = len(set(stored)) > 1 or groups != 1
@@ -279,7 +279,7 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
 
     if dtypes == ("int8", "int8", "int8"):
         _check_int8_offsets(ctx, x)
-        _bias_check(ctx, bias, ("int32",), out_c)
+        check_bias(ctx, bias, ("int32",), out_c)
         act_min, act_max = int_activation_range(ctx, activation, out)
         if _conv_s8_sparse(ctx, geom, groups, x, w, bias, out, act_min, act_max):
             return
@@ -296,7 +296,7 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     if dtypes == ("int16", "int8", "int16"):
-        _bias_check(ctx, bias, ("int64", "int32"), out_c)
+        check_bias(ctx, bias, ("int64", "int32"), out_c)
         mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 0))
         act_min, act_max = int_activation_range(ctx, activation, out)
         params = ctx.params_struct("nn2c_conv_s16_params_t", {
@@ -309,7 +309,7 @@ def conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     if dtypes == ("float32", "float32", "float32"):
-        _bias_check(ctx, bias, ("float32",), out_c)
+        check_bias(ctx, bias, ("float32",), out_c)
         if not w.is_constant:  # a run-time filter cannot be re-laid out: the plain OHWI kernel
             conv_f32_runtime_filter(ctx, geom.initializer(), groups, activation, x, w, bias, out)
             return
@@ -351,7 +351,7 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
 
     if dtypes == ("int8", "int8", "int8"):
         _check_int8_offsets(ctx, x)
-        _bias_check(ctx, bias, ("int32",), out_c)
+        check_bias(ctx, bias, ("int32",), out_c)
         act_min, act_max = int_activation_range(ctx, activation, out)
         constant = w.is_constant and (bias is None or bias.is_constant)
         if simd_layout(ctx) and constant and geom.in_c == 1:
@@ -372,7 +372,7 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     if dtypes == ("int16", "int8", "int16"):
-        _bias_check(ctx, bias, ("int64",), out_c)
+        check_bias(ctx, bias, ("int64",), out_c)
         mult, shift = _quantized_multipliers(ctx, x, out, _channel_scales(ctx, w, out_c, 3))
         act_min, act_max = int_activation_range(ctx, activation, out)
         params = ctx.params_struct("nn2c_dwconv_s16_params_t", {
@@ -383,7 +383,7 @@ def depthwise_conv_2d(node: Node, ctx: EmitContext) -> None:
         return
 
     if dtypes == ("float32", "float32", "float32"):
-        _bias_check(ctx, bias, ("float32",), out_c)
+        check_bias(ctx, bias, ("float32",), out_c)
         f_min, f_max = float_activation_range(ctx, activation)
         params = ctx.params_struct("nn2c_dwconv_f32_params_t", {
             "g": geom.initializer(), "depth_multiplier": multiplier, "act_min": f_min, "act_max": f_max,

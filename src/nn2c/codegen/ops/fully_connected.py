@@ -22,7 +22,7 @@ from nn2c.codegen.ops.common import (
     scales,
     zero_point,
 )
-from nn2c.codegen.ops.conv import gemm_fields, simd_layout
+from nn2c.codegen.ops.conv import check_bias, gemm_fields, simd_layout
 from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, use_sparse
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
@@ -63,8 +63,10 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("shuffled weight formats are not supported")
     accum_depth = w.type.shape[-1]
     output_depth = w.type.shape[0]
-    if bias is not None and bias.type.num_elements != output_depth:  # the kernels read one bias per output
-        raise ctx.unsupported(f"bias {bias.name!r} has {bias.type.num_elements} values for {output_depth} outputs")
+    # the kernels read one bias per output, int32 beside int8 activations, float32 beside float ones
+    bias_types = {"int8": ("int32",), "float32": ("float32",)}.get(x.type.dtype)
+    if bias_types is not None:  # (other input types are refused below)
+        check_bias(ctx, bias, bias_types, output_depth)
     batches = prod(out.type.shape) // output_depth if output_depth else 0
     # every kernel reads batches x accum_depth inputs and writes batches x output_depth outputs (TFLM derives
     # the batches from the input the same way); a malformed model must not make them read past a buffer
