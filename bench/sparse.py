@@ -10,10 +10,11 @@ QEMU on seeded inputs and its outputs are compared with TFLM running the same ze
 on the Cortex-M4), `cortex-m4` (Arm DSP dense kernels) and `cortex-m55` (Helium dense kernels).
 
 The choice of `--sparse auto`: per core and layer shape (`row`: one input row, a FULLY_CONNECTED of
-batch < 4; `block`: four rows at once, 1x1 convolutions), least-squares fits of the measured layers,
-dense instructions = a_d * MACs + b_d * outputs and sparse instructions = a_s * stored entries * input
-rows + b_s * outputs, give the coefficients nn2c.target ships (sparse_row_cost / sparse_block_cost);
-codegen/ops/sparse.py takes the sparse kernel where it predicts at most 0.9x the dense instructions.
+batch < 4; `block`: four rows at once, 1x1 convolutions), relative least-squares fits of the measured
+layers give two linear instruction models over codegen/ops/sparse.py's SPARSE_COST_FEATURES (the
+kernel's work: MACs dense, stored entries x input rows sparse; then outputs, inputs, input rows, one
+call), the coefficients nn2c.target ships (sparse_row_cost / sparse_block_cost); codegen/ops/sparse.py
+takes the sparse kernel where it predicts at most SAFETY (0.85) times the dense instructions.
 The `auto` columns then check that choice on every measured layer.
 
     python bench/sparse.py [--models ...] [--prunings magnitude:0.5 ...] [--cores ...] [--no-write]
@@ -111,7 +112,7 @@ def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
         rows = np.asarray(w.data).reshape(w.type.shape[0], -1)
         outputs = out.type.num_elements
         batches = outputs // rows.shape[0]  # input rows: FULLY_CONNECTED batches or output pixels
-        entries = int(sparse_layout(rows.astype(np.int8))[0].sum(dtype=np.int64)) * batches
+        entries = sparse_layout(rows.astype(np.int8)).entries * batches
         layers[k] = LayerRun(k, step.op, "block" if batches >= 4 else "row", density(rows), macs(step),
                              rows.shape[1], outputs, entries, batches)
     return layers

@@ -53,8 +53,8 @@ def test_layout_holds_exactly_the_filter(shape):
     rng = np.random.default_rng(sum(shape))
     rows = rng.integers(-128, 128, size=shape).astype(np.int8)
     rows[rng.random(shape) < 0.7] = 0
-    counts, positions, values = sparse_layout(rows)
-    segments = counts.size // shape[0]
+    layout = sparse_layout(rows)
+    counts, positions, values, segments = layout.counts, layout.positions, layout.values, layout.segments
     assert segments == -(-shape[1] // 256) and np.all(counts % 4 == 0)
     rebuilt = np.zeros((shape[0], segments * 256), dtype=np.int64)
     k = 0
@@ -121,7 +121,7 @@ def test_auto_follows_the_targets_instruction_model(tmp_path):
         for node in result.graph.nodes:
             if node.op == "FULLY_CONNECTED":
                 rows = np.asarray(node.inputs[1].data).reshape(node.inputs[1].type.shape[0], -1)
-                predicted = predicted_instructions(get_target(target), rows, 1)
+                predicted = predicted_instructions(get_target(target), sparse_layout(rows.astype(np.int8)), 1)
                 expected += predicted is not None and predicted[1] <= SAFETY * predicted[0]
         chosen[target] = sparse_calls(result)["nn2c_fc_s8_sparse"]
         assert chosen[target] == expected, target
@@ -276,15 +276,19 @@ def _sparsity_table(order: list[int], block_map: list[int], dims: list[tuple]) -
     import tflite
 
     builder = flatbuffers.Builder(256)
+
+    def int_vector(start, values):
+        start(builder, len(values))
+        for v in reversed(values):
+            builder.PrependInt32(v)
+        return builder.EndVector()
+
     metas = []
     for dim in dims:
         vectors = []
         if dim[0] == "csr":
             for values in (dim[1], dim[2]):
-                tflite.Int32VectorStartValuesVector(builder, len(values))
-                for v in reversed(values):
-                    builder.PrependInt32(v)
-                data = builder.EndVector()
+                data = int_vector(tflite.Int32VectorStartValuesVector, values)
                 tflite.Int32VectorStart(builder)
                 tflite.Int32VectorAddValues(builder, data)
                 vectors.append(tflite.Int32VectorEnd(builder))
@@ -298,12 +302,6 @@ def _sparsity_table(order: list[int], block_map: list[int], dims: list[tuple]) -
             tflite.DimensionMetadataAddArrayIndicesType(builder, 1)
             tflite.DimensionMetadataAddArrayIndices(builder, vectors[1])
         metas.append(tflite.DimensionMetadataEnd(builder))
-
-    def int_vector(start, values):
-        start(builder, len(values))
-        for v in reversed(values):
-            builder.PrependInt32(v)
-        return builder.EndVector()
 
     order_vec = int_vector(tflite.SparsityParametersStartTraversalOrderVector, order)
     block_vec = int_vector(tflite.SparsityParametersStartBlockMapVector, block_map)

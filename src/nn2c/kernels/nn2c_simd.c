@@ -68,19 +68,6 @@ NN2C_INLINE int32_t nn2c_simd_splat(int32_t value) {
     return (int32_t)(((uint32_t)value & 0xFFu) * 0x01010101u);
 }
 
-/* TFLite's MultiplyByQuantizedMultiplier for multipliers in [0, 2^31) (QuantizeMultiplier's range):
- * SaturatingRoundingDoublingHighMul never saturates then and equals floor((a * b + 2^30) / 2^31)
- * (gemmlowp's nudge for negative products rounds the same way), then RoundingDivideByPOT. */
-NN2C_INLINE int32_t nn2c_simd_mbqm(int32_t acc, int32_t multiplier, int32_t shift) {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((uint32_t)acc << left);
-    const int32_t high = (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
-    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
-}
-
 /* The output stage of one layer, kept in locals (int8 stores could alias the parameter struct). */
 typedef struct {
     const int32_t *multipliers;
@@ -92,9 +79,7 @@ typedef struct {
 /* Requantise (both roundings in one 64-bit sum: nn2c_mbqm_rounded), offset, clamp. */
 NN2C_INLINE int32_t nn2c_simd_requant(const nn2c_simd_out_t *o, int32_t acc, int32_t c) {
     int32_t y = nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c);
-    y = nn2c_add_offset(y, o->offset);
-    y = y < o->lo ? o->lo : y;
-    return y > o->hi ? o->hi : y;
+    return nn2c_clamp_i32(nn2c_add_offset(y, o->offset), o->lo, o->hi);
 }
 
 NN2C_INLINE nn2c_simd_out_t nn2c_simd_out(const int32_t *multipliers, const int32_t *shifts, const int64_t *rounding,
@@ -187,17 +172,18 @@ NN2C_INLINE int32_t nn2c_dsp_fused_high(int32_t acc, int32_t multiplier, const i
     return hi;
 }
 
-/* nn2c_simd_requant without the clamp to [act_min, act_max]: SSAT to int8 instead (the caller
- * clamps further only when the activation range is narrower, nn2c_dsp_clamp). */
+/* nn2c_mbqm_rounded plus the output offset, with the fused 64-bit step in assembly (nn2c_dsp_fused_high),
+ * and without the clamp to [act_min, act_max]: SSAT to int8 instead (the caller clamps further only
+ * when the activation range is narrower, nn2c_dsp_clamp). */
 NN2C_INLINE int32_t nn2c_dsp_requant_sat(int32_t acc, int32_t multiplier, int32_t shift, const int64_t *rounding,
                                          int32_t offset) {
     int32_t y;
     if (shift < 0) {
         y = nn2c_dsp_fused_high(acc, multiplier, rounding) >> (-shift - 1);
     } else {
-        y = nn2c_simd_mbqm(acc, multiplier, shift);
+        y = nn2c_mbqm(acc, multiplier, shift);
     }
-    return __ssat((int32_t)((uint32_t)y + (uint32_t)offset), 8);
+    return __ssat(nn2c_add_offset(y, offset), 8);
 }
 
 /* Two accumulators of channel c (the two pixels of a pair), the channel's constants loaded once. */

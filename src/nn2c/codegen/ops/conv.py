@@ -405,19 +405,20 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     from nn2c.codegen.ops.sparse import (  # it imports folded_bias
         sparse_candidate,
         sparse_fields,
-        use_sparse,
+        sparse_plan,
     )
 
     if (groups != 1 or (geom.filter_h, geom.filter_w, geom.pad_h, geom.pad_w) != (1, 1, 0, 0)
             or not sparse_candidate(w, bias)):
         return False
     rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, geom.in_c)
-    if not use_sparse(ctx, rows, geom.batches * geom.out_h * geom.out_w):
+    layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w)
+    if layout is None:
         return False
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     ctx.use_kernel("sparse")
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {
-        "m": sparse_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
+        "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
         "g": geom.initializer(),
     })
     ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))

@@ -23,7 +23,7 @@ from nn2c.codegen.ops.common import (
     zero_point,
 )
 from nn2c.codegen.ops.conv import check_bias, gemm_fields, simd_layout
-from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, use_sparse
+from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, sparse_plan
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
 
@@ -87,11 +87,13 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         streamable = len(x.type.shape) == 4 and x.type.shape[0] == 1 and x.type.shape[1] > 1
         if constant and not streamable:
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
-            if use_sparse(ctx, rows, batches):
+            layout = sparse_plan(ctx, rows, batches)
+            if layout is not None:
                 ctx.use_kernel("sparse")
                 ctx.use_kernel("conv")  # nn2c_sparse.h includes nn2c_conv.h (geometry)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
-                    "m": sparse_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
+                    "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
+                                       act_max),
                     "batches": batches,
                 })
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))

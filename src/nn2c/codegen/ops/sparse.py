@@ -14,6 +14,8 @@ folded into the bias, so only weights with zero point 0 qualify (TFLite's int8 f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from nn2c.codegen.context import EmitContext, format_field
@@ -52,35 +54,31 @@ def cost_features(out_c: int, depth: int, input_rows: int, entries: int) -> tupl
     return [out_c * depth * input_rows, *common], [entries * input_rows, *common]
 
 
-def predicted_instructions(target: Target, rows: np.ndarray, input_rows: int) -> tuple[float, float] | None:
-    """(dense, sparse) instructions the target's fitted model predicts for this [out_c, depth] filter
-    applied to input_rows rows, or None when the target has no measured model (also nn2c.profile's
-    prediction of a sparse step)."""
-    cost = target.sparse_cost(input_rows >= 4)
-    if cost is None:
-        return None
-    out_c, depth = rows.shape
-    entries = int(sparse_layout(rows)[0].sum(dtype=np.int64))
-    dense, sparse = cost_features(out_c, depth, input_rows, entries)
-    return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
+@dataclass(frozen=True)
+class SparseLayout:
+    """A filter in the kernels' flash layout: counts [out_c * segments] uint16, then the positions (uint8)
+    and values (int8) of the stored entries, channel after channel, segment after segment."""
+
+    out_c: int
+    depth: int
+    counts: np.ndarray
+    positions: np.ndarray
+    values: np.ndarray
+
+    @property
+    def entries(self) -> int:
+        """Stored entries, padding included (what the kernels loop over)."""
+        return int(self.counts.sum(dtype=np.int64))
+
+    @property
+    def segments(self) -> int:
+        return self.counts.size // max(self.out_c, 1)
 
 
-def use_sparse(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> bool:
-    """Whether this [out_c, depth] int8 filter, applied to input_rows rows (batches or output pixels),
-    takes the sparse kernel: with --sparse auto when the target's fitted model predicts it at most
-    SAFETY times the dense instructions (a margin for the model's error: never slower)."""
-    if ctx.sparse == "off" or rows.size == 0:
-        return False
-    if ctx.sparse == "always":
-        return True
-    predicted = predicted_instructions(ctx.target, rows, input_rows)
-    return predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
-
-
-def sparse_layout(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[out_c, depth] int8 -> (counts [out_c][segments] uint16, positions uint8, values int8): the
-    nonzeros channel after channel, segment after segment, in increasing input order, each segment's
-    list padded with zero weights at position 0 to a multiple of 4 entries (the kernels' block)."""
+def sparse_layout(rows: np.ndarray) -> SparseLayout:
+    """[out_c, depth] int8 -> its SparseLayout: the nonzeros channel after channel, segment after segment,
+    in increasing input order, each segment's list padded with zero weights at position 0 to a multiple
+    of 4 entries (the kernels' block)."""
     out_c, depth = rows.shape
     segments = max(-(-depth // SEGMENT), 1)
     padded = np.zeros((out_c, segments * SEGMENT), dtype=np.int8)
@@ -96,23 +94,47 @@ def sparse_layout(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     slots = starts[block_index] + rank
     positions[slots] = position
     values[slots] = blocks[block_index, position]
-    return counts, positions, values
+    return SparseLayout(out_c, depth, counts, positions, values)
 
 
-def sparse_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
-                  output_offset: int, act_min: int, act_max: int) -> str:
-    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows."""
+def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int) -> tuple[float, float] | None:
+    """(dense, sparse) instructions the target's fitted model predicts for this filter applied to
+    input_rows rows, or None when the target has no measured model (also nn2c.profile's prediction of
+    a sparse step)."""
+    cost = target.sparse_cost(input_rows >= 4)
+    if cost is None:
+        return None
+    dense, sparse = cost_features(layout.out_c, layout.depth, input_rows, layout.entries)
+    return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
+
+
+def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> SparseLayout | None:
+    """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
+    pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
+    predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower)."""
+    if ctx.sparse == "off" or rows.size == 0:
+        return None
+    layout = sparse_layout(rows)
+    if ctx.sparse == "always":
+        return layout
+    predicted = predicted_instructions(ctx.target, layout, input_rows)
+    chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
+    return layout if chosen else None
+
+
+def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
+                  real: list[float], output_offset: int, act_min: int, act_max: int) -> str:
+    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs)."""
     out_c, depth = rows.shape
-    counts, positions, values = sparse_layout(rows)
     per_channel = real if len(real) > 1 else real * out_c
     pairs = [quantize_multiplier(m) for m in per_channel]
     shifts = np.array([s for _, s in pairs], dtype=np.int32)
     bias_data = None if bias is None else np.asarray(bias.data)
     fields = {
-        "out_c": out_c, "depth": depth, "segments": counts.size // max(out_c, 1),
-        "counts": ctx.const_array(counts, "uint16_t", "sparse filter: nonzeros per channel and 256 inputs"),
-        "index": ctx.const_array(positions, "uint8_t", "sparse filter: position of each nonzero"),
-        "values": ctx.const_array(values, "int8_t", "sparse filter: the nonzero weights"),
+        "out_c": out_c, "depth": depth, "segments": layout.segments,
+        "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: nonzeros per channel and 256 inputs"),
+        "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: position of each nonzero"),
+        "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
         "bias": ctx.const_array(folded_bias(bias_data, rows, input_offset, out_c, pad_to=1), "int32_t",
                                 "bias with the input offset folded in"),
         "multipliers": ctx.const_array(np.array([m for m, _ in pairs], dtype=np.int32), "int32_t",
@@ -131,5 +153,6 @@ def sparse_instructions(target: Target, node: Node) -> float | None:
     if w is None or w.data is None or not node.outputs:
         return None
     rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
-    predicted = predicted_instructions(target, rows, node.outputs[0].type.num_elements // max(rows.shape[0], 1))
+    input_rows = node.outputs[0].type.num_elements // max(rows.shape[0], 1)
+    predicted = predicted_instructions(target, sparse_layout(rows), input_rows)
     return None if predicted is None else max(predicted[1], 0.0)
