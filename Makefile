@@ -18,6 +18,9 @@ $(TF_VENV)/.installed:
 	python3 -m venv $(TF_VENV)
 	$(TF_VENV)/bin/python -m pip install --quiet $(TF_PINS)
 	$(TF_VENV)/bin/python -m pip install --quiet --no-deps tf-keras==2.21.0  # Keras 2 (its tensorflow dependency is tensorflow-cpu here)
+	# tfmot prunes the Keras 2 model of tests/test_sparse.py; its own pins (numpy~=1.23, absl-py~=1.2) are older than
+	# tensorflow's and it runs with these, so it and dm-tree come without dependencies
+	$(TF_VENV)/bin/python -m pip install --quiet --no-deps tensorflow-model-optimization==0.8.0 dm-tree==0.1.10
 	touch $@
 
 tf-venv: $(TF_VENV)/.installed  ## tensorflow for the Keras zoo test (about 35 s, 320 MB download)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nn2c.ir import Node, TensorType, Value
-from nn2c.memory.exact import plan_exact
+from nn2c.memory.exact import offsets_from_order, plan_exact
 from nn2c.memory.greedy import plan_greedy
 from nn2c.memory.inplace import InPlacePair, _padding, overlap_distance
 from nn2c.memory.planner import plan_memory
@@ -72,6 +72,22 @@ def test_exact_honours_inplace_pairs():
     assert plan.offsets["x"] - plan.offsets["y"] == 32
     check_plan(requests, plan, pairs)
     assert plan.arena_bytes <= 1100 + 32  # y and z live together at step 2: 1,100 B, plus alignment
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 512), min_size=2, max_size=12), st.data())
+def test_offsets_from_an_order_honour_every_choice_exactly(sizes, data):
+    """The exact planner's offsets come from the solver's below/above choices: for any acyclic set of
+    choices (here: a random stacking order), the offsets are aligned, each gap is honoured, and the
+    lowest buffer sits at 0; contradicting choices (a cycle) give None."""
+    order = data.draw(st.permutations(range(len(sizes))))
+    alignments = [data.draw(st.sampled_from([1, 4, 16])) for _ in sizes]
+    below = [(order[a], order[b], sizes[order[a]]) for a in range(len(order)) for b in range(a + 1, len(order))]
+    offsets = offsets_from_order(alignments, below)
+    assert offsets is not None and offsets[order[0]] == 0
+    for lower, upper, gap in below:
+        assert offsets[upper] >= offsets[lower] + gap and offsets[upper] % alignments[upper] == 0
+    assert offsets_from_order(alignments, [*below, (order[-1], order[0], 1)]) is None
 
 
 # --- in-place distances -----------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Sparse int8 kernels (codegen/ops/sparse.py, kernels/nn2c_sparse.c) and N:M pruning on real models.
 
 The models are pruned by nn2c itself (`--prune`, written back as .tflite), and TFLM runs that same
-zero-laden model dense: every sparse build must equal it bit for bit.
+zero-laden model dense: every sparse build must equal it bit for bit. Pruned by others too: torch's
+prune module (ONNX), the TFLite converter's sparse tensor format, and tfmot's prune_low_magnitude (the
+TFLite Micro user's tool, tests/tfmot_prune_build.py).
 """
 
 from __future__ import annotations
@@ -247,6 +249,64 @@ def test_tflite_sparse_format_is_densified_exactly(sparse_tflite, kind, tmp_path
         from nn2c.verify.oracle import run_litert
 
         assert_records_match(outputs, run_litert(sparse, records, 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def tfmot_pruned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/tfmot_prune_build.py run by tensorflow's python: a Keras 2 network pruned by
+    tfmot.sparsity.keras.prune_low_magnitude (90%), int8, dense and in TFLite's sparse format."""
+    import subprocess
+
+    from tests.keras_zoo import tf_python
+
+    python = tf_python()
+    if not python.exists():
+        pytest.skip(f"SKIPPED LOUDLY: no tensorflow venv ({python} does not exist); make it with `make tf-venv`")
+    out = tmp_path_factory.mktemp("tfmot")
+    script = Path(__file__).with_name("tfmot_prune_build.py")
+    done = subprocess.run([str(python), str(script), str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_tfmot_pruned_model_runs_sparse_and_bit_exact(tfmot_pruned, tmp_path):
+    """The TFLite Micro user's pruning path: tfmot's prune_low_magnitude + strip_pruning, converted to
+    int8 (dense, and with EXPERIMENTAL_SPARSITY). nn2c keeps tfmot's zeros, --sparse auto puts the
+    layers its Cortex-M4 model predicts faster on the sparse kernels (none on the M55: Helium's dense
+    kernels win at this density), and the outputs are bit-exact with TFLM: the host's sparse C
+    kernels on every sparse-able layer, and the M4 build in QEMU."""
+    require_cc()
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+
+    dense, sparse = tfmot_pruned / "pruned_int8.tflite", tfmot_pruned / "pruned_sparse_int8.tflite"
+    zeros = [float(line.split()[1]) for line in (tfmot_pruned / "sparsity.txt").read_text().split("\n") if line]
+    assert len(zeros) == 5 and all(z > 0.89 for z in zeros)  # tfmot pruned every Conv2D / Dense kernel
+    for path in (dense, sparse):
+        m4 = compile_model(path, CompileOptions(target="cortex-m4"))
+        expected = 0
+        for node in m4.graph.nodes:
+            if node.op == "FULLY_CONNECTED":
+                rows = np.asarray(node.inputs[1].data, dtype=np.int8).reshape(node.inputs[1].type.shape[0], -1)
+                assert np.mean(rows == 0) > 0.85  # the quantized weights keep tfmot's zeros
+                predicted = predicted_instructions(get_target("cortex-m4"), sparse_layout(rows), 1)
+                expected += predicted is not None and predicted[1] <= SAFETY * predicted[0]
+        assert sparse_calls(m4)["nn2c_fc_s8_sparse"] == expected == 2
+        assert not any(sparse_calls(compile_model(path, CompileOptions(target="cortex-m55"))).values())
+        everywhere = compile_model(path, CompileOptions(sparse="always"))
+        assert sparse_calls(everywhere) == {"nn2c_fc_s8_sparse": 2, "nn2c_conv_s8_sparse": 2}
+        records = random_records(everywhere.graph.inputs, 4, 1)
+        # TFLM has no sparse tensors: the sparse-format file is checked against its dense twin
+        assert_records_match(run_compiled(everywhere, records, tmp_path / path.stem), run_tflm(dense, records, 1))
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs gcc-arm-none-eabi "
+                    "binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    report = bench_model(dense, target="cortex-m4", count=2, seed=3, workdir=tmp_path / "m4")
+    assert report.reference == "tflm" and report.passed()
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert sum("nn2c_fc_s8_sparse" in layer.calls for layer in report.layers) == 2
 
 
 def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):

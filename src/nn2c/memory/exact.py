@@ -8,6 +8,11 @@ buffers of one tensor before and after a relocation, memory/lifetimes.py), also 
 placed apart, each weighing less than a byte of arena together.
 The solve has a time limit; the best plan found by then is kept, and the caller falls back to
 greedy when no plan was found or greedy is better.
+
+HiGHS accepts a binary within 1e-6 of 0 or 1 (its feasibility tolerance): times a big M of
+megabytes that relaxes a disjunction by bytes, and rounded offsets could overlap by that much.
+The offsets are therefore not read from the solution but recomputed from its choices (which buffer
+lies below which): the lowest aligned offsets that honour every choice exactly (a longest path).
 """
 
 from __future__ import annotations
@@ -88,9 +93,36 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
                   options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
     if result.x is None:
         return None
-    offsets = {r.name: round(result.x[i]) * r.alignment for i, r in enumerate(live)}
+    below = []  # (lower, upper, the gap the upper needs above the lower) as the solution chose
+    for c, (i, j) in enumerate(conflicts):
+        if result.x[n + c] < 0.5:
+            below.append((i, j, distance.get((j, i), live[i].size)))
+        else:
+            below.append((j, i, distance.get((i, j), live[j].size)))
+    below.sort(key=lambda b: result.x[b[0]] * live[b[0]].alignment)  # bottom up: one pass nearly always does
+    placed = offsets_from_order([r.alignment for r in live], below)
+    if placed is None:
+        return None
+    offsets = {r.name: placed[i] for i, r in enumerate(live)}
     for r in requests:
         offsets.setdefault(r.name, 0)
     arena = max(offsets[r.name] + r.size for r in live)
     status = "exact" if result.status == 0 else "exact (work or time limit: best found)"
     return MemoryPlan(offsets, align_up(arena, 16), lower_bound, status)
+
+
+def offsets_from_order(alignments: list[int], below: list[tuple[int, int, int]]) -> list[int] | None:
+    """The lowest offsets (each a multiple of its alignment, >= 0) with offset[upper] >= offset[lower] +
+    gap for every (lower, upper, gap), by Bellman-Ford relaxation for the longest path; None when the
+    choices contradict each other (a cycle that keeps raising an offset)."""
+    offsets = [0] * len(alignments)
+    for _ in range(len(alignments) + 1):
+        changed = False
+        for lower, upper, gap in below:
+            need = offsets[lower] + gap
+            if offsets[upper] < need:
+                offsets[upper] = align_up(need, alignments[upper])
+                changed = True
+        if not changed:
+            return offsets
+    return None

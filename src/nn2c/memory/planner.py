@@ -52,7 +52,7 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
     if exact is not None and exact.arena_bytes < best.arena_bytes:
         try:
             check_plan(requests, exact, pairs)
-        except AssertionError:  # the MILP's floating-point tolerance on huge offsets: keep the checked plan
+        except AssertionError:  # a guard: plan_exact recomputes exact offsets from the solver's choices
             return best, honoured
         return exact, _used(exact, pairs, requests)
     return best, honoured
