@@ -437,6 +437,57 @@ def test_torch_pruned_model_runs_sparse_and_equals_its_dense_build(tmp_path):
                          rtol=0.0, atol=0.0)
 
 
+def test_torch_pruning_output_compiles_and_matches_onnxruntime(tmp_path):
+    """torch-pruning (DepGraph, L1 magnitude importance, half of the channels) removes channels through a
+    residual network: the smaller model it leaves, exported to ONNX, compiles and matches onnxruntime
+    (float, 1e-4 relative) with about a quarter of the unpruned model's MACs."""
+    torch = pytest.importorskip("torch", reason="SKIPPED LOUDLY: torch is needed to build the pruned model")
+    tp = pytest.importorskip("torch_pruning", reason="SKIPPED LOUDLY: torch-pruning (a test dependency) is missing")
+    import warnings
+
+    from nn2c.ir.cost import macs
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+    from nn2c.verify.onnx_oracle import run_onnxruntime
+
+    require_cc()
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, channels: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(),
+                                      nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels))
+
+        def forward(self, x):
+            return torch.relu(x + self.body(x))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(), Block(32),
+                          nn.Conv2d(32, 64, 1), nn.ReLU(), Block(64), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(64, 10)).eval()
+    example = torch.randn(1, 3, 32, 32)
+
+    def compiled(name: str):
+        path = tmp_path / f"{name}.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, example, str(path), dynamo=False)
+        return path, compile_model(path, CompileOptions())
+
+    _, unpruned = compiled("unpruned")
+    pruner = tp.pruner.MetaPruner(model, example, importance=tp.importance.MagnitudeImportance(p=1),
+                                  pruning_ratio=0.5, ignored_layers=[model[-1]])
+    pruner.step()
+    assert model[0].out_channels == 16 and model[4].out_channels == 32  # the residual groups pruned together
+    path, result = compiled("pruned")
+    ratio = sum(macs(n) for n in result.graph.nodes) / sum(macs(n) for n in unpruned.graph.nodes)
+    assert 0.2 < ratio < 0.3, ratio  # half the channels in and out: about a quarter of the MACs
+    records = random_records(result.graph.inputs, 3, 0)
+    assert_records_match(run_compiled(result, records, tmp_path / "c"),
+                         run_onnxruntime(path, result.graph, records), rtol=1e-4, atol=1e-5)
+
+
 def test_write_onnx_gives_back_the_users_model_pruned(tmp_path):
     """--prune 2:8 --write-onnx on a float ONNX model: the written file is the user's model with the
     zeros in its initializers (nothing else changed), onnxruntime runs it, and compiling it gives the
