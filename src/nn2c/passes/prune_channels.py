@@ -275,6 +275,9 @@ class _Closure:
         self.known = known
         self.outputs = {id(v) for v in graph.outputs}
         self.zero_columns: dict[int, np.ndarray] = {}  # id(node) -> [in_channel] bool: no weight reads it
+        # id(node) -> _matmul_ok(node), asked for every channel of every neighbour: the graph does not
+        # change while closures are computed
+        self.understood = {id(n): _matmul_ok(n) for n in graph.nodes}
 
     def _zero_column(self, node: Node, channel: int) -> bool:
         if id(node) not in self.zero_columns:
@@ -305,7 +308,7 @@ class _Closure:
         if producer.outputs[0] is not value:
             return None
         implied: list[tuple[Value, int]] = []
-        if _matmul_ok(producer):
+        if self.understood.get(id(producer), False):
             if producer.op == "DEPTHWISE_CONV_2D":
                 implied.append((producer.inputs[0], c))  # type: ignore[arg-type]
         elif _pass_through(producer):
@@ -318,7 +321,7 @@ class _Closure:
             return None
         for user in value.users:
             positions = [i for i, v in enumerate(user.inputs) if v is value]
-            if _matmul_ok(user) and positions == [0]:
+            if self.understood.get(id(user), False) and positions == [0]:
                 if user.op == "DEPTHWISE_CONV_2D":
                     implied.append((user.outputs[0], c))
                 elif not self._zero_column(user, c):
@@ -408,7 +411,7 @@ def prune_constant_channels(graph: Graph) -> PassResult:
     closure = _Closure(graph, known)
     removed: dict[int, tuple[Value, set[int]]] = {}
     for node in graph.nodes:
-        if not _matmul_ok(node):
+        if not closure.understood[id(node)]:
             continue
         out = node.outputs[0]
         for c in range(out.type.shape[-1]):
@@ -426,7 +429,7 @@ def prune_constant_channels(graph: Graph) -> PassResult:
     macs_before = sum(macs(n) for n in graph.nodes)
     bytes_before = sum(v.type.num_bytes for v, _ in removed.values())
     count = sum(len(chs) for v, chs in removed.values() if v.producer is not None and v.producer.op in MATMULS)
-    understood = {id(n) for n in graph.nodes if _matmul_ok(n)}  # before any tensor changes shape
+    understood = {key for key, ok in closure.understood.items() if ok}  # before any tensor changes shape
     for node in list(graph.nodes):
         y = node.outputs[0] if node.outputs else None
         x = node.input(0)
