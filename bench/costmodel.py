@@ -11,14 +11,15 @@ nn2c.profile for the same model and core (the same compile stages, so the same s
   + e*output pixels + f, fitted by non-negative least squares on relative error (each row divided
   by its measured count);
 - row groups: factor * (sum of the members' predictions) + per-operator * members + constant;
-- invoke's own overhead: constant + per-step * steps; code bytes: constant + per-step * steps + a
+- invoke's own overhead: constant + per-step * steps + per byte the relocations move (word-wise,
+  byte-wise; exact from the plan); code bytes: constant + per-step * steps + a
   fitted size per kernel function used (the model code of the bench image's map file).
 Writes src/nn2c/data/cost_model.json (package data) and the `costmodel` section of
 docs/BENCHMARKS.md: per-model total error and per-layer error, in sample and leaving each model
 out of the fit; measurements are kept in test-artifacts/costmodel_measurements.json for --refit.
 
-    python bench/costmodel.py [--targets cortex-m4 cortex-m55 cortex-m7] [--models kws_ref_model ...]
-    python bench/costmodel.py --candidates 24   # + 24 generated candidates, added to the saved measurements
+    python bench/costmodel.py [--targets cortex-m4 cortex-m55] [--models kws_ref_model ...]
+    python bench/costmodel.py --candidates 202  # + 202 generated candidates (2 have an inf scale: refused)
     python bench/costmodel.py --refit --speed   # fit again without QEMU; + time nn2c.profile on tinyengine/vww
 """
 
@@ -45,6 +46,7 @@ from nn2c.profiler import (  # noqa: E402
     StepProfile,
     code_bytes,
     feature_values,
+    invoke_overhead,
     kernel_key,
     kernels_used,
     predict_step,
@@ -58,7 +60,13 @@ MEASUREMENTS = ROOT / "test-artifacts" / "costmodel_measurements.json"
 CANDIDATES = ROOT / "test-artifacts" / "candidates"
 # the one huge model of models/: 300.8 M MACs and 3.5 MB of weights (nn2c inspect), MobileNetV2 at 224x224
 SKIP = {"tflite_micro/mobilenet_v2_quantized_1x3x224x224": "300.8 M MACs, 3.5 MB of weights: the huge one"}
-TARGETS = ["cortex-m4", "cortex-m55", "cortex-m7"]
+# the Cortex-M7 runs the M4's kernels and QEMU's counts are the same: it takes the M4's fit (fit_and_write)
+TARGETS = ["cortex-m4", "cortex-m55"]
+# invoke's own instructions: a constant, per step, per byte of relocation moved word-wise, byte-wise
+OVERHEAD_FEATURES = ("constant", "per_step", "per_moved_word_byte", "per_moved_byte")
+# the features of a kernel fitted on fewer samples than FEATURES, in order of preference
+SMALL_FIT_FEATURES = ("macs", "output_elements", "output_pixels", "input_elements")
+ERROR_BANDS = ((0, 2), (2, 5), (5, 10), (10, 25), (25, float("inf")))  # % absolute error, for the distribution
 MIN_INSTRUCTIONS = 50  # steps below this (a copy of a few bytes) are left out of the error statistics
 
 
@@ -121,7 +129,8 @@ def measure(paths: list[Path], targets: list[str]) -> dict[str, Any]:
                 steps.append({**_step_json(step), "measured": measured.get(step.step, 0.0)})
             rows.append({"model": _key(path), "target": target, "steps": steps,
                          "measured_total": report.instructions_per_inference,
-                         "invoke_overhead": report.invoke_overhead, "flash_code": report.footprint.flash_code,
+                         "invoke_overhead": report.invoke_overhead, "moved": prof.moved,
+                         "flash_code": report.footprint.flash_code,
                          "kernels": len({k for s in prof.steps for k in s.kernels})})
             print(f"  {_key(path)} {target}: {report.instructions_per_inference:,} instructions, "
                   f"{len(steps)} steps ({time.time() - started:.1f} s)", flush=True)
@@ -146,8 +155,9 @@ def _fit_linear(samples: list[tuple[dict[str, float], float]]) -> dict[str, floa
     layers would not scale to a larger one."""
     features = list(FEATURES)
     if len(samples) < len(FEATURES):
-        size = "macs" if all(s["macs"] > 0 for s, _ in samples) else "output_elements"
-        features = [size] if all(s[size] > 0 for s, _ in samples) else ["one"]
+        # as many size features as samples (all nonzero, so they scale), MACs first; no constant
+        sizes = [k for k in SMALL_FIT_FEATURES if all(s[k] > 0 for s, _ in samples)][:len(samples)]
+        features = sizes or ["one"]
     a = np.array([[feature_values(s)[k] / y for k in features] for s, y in samples])
     # scale the columns so that MACs (millions) and the constant (one) are fitted alike
     scale = np.maximum(np.abs(a).max(axis=0), 1e-12)
@@ -193,10 +203,33 @@ def fit_core(rows: list[dict[str, Any]]) -> dict[str, Any]:
             ys.append(1.0)
         group = _fit_absolute(xs, ys, ["factor", "per_operator", "constant"])
         costs["row_group"] = group
-    costs["overhead"] = _fit_absolute([[1.0, len(r["steps"])] for r in rows], [r["invoke_overhead"] for r in rows],
-                                      ["constant", "per_step"])
+    # each network's overhead weighed by its total: what matters is the error it adds to the total (an
+    # unexplained 1,500 instructions of a 200,000 one must not give hello_world's 800 a constant of 600)
+    weights = [1.0 / max(r["measured_total"], 1.0) for r in rows]
+    costs["overhead"] = _fit_absolute([[w * x for x in _overhead_features(r)] for r, w in zip(rows, weights, strict=True)],
+                                      [w * r["invoke_overhead"] for r, w in zip(rows, weights, strict=True)],
+                                      list(OVERHEAD_FEATURES))
     costs["code_bytes"] = _fit_code(rows)
     return costs
+
+
+def _overhead_features(row: dict[str, Any]) -> list[float]:
+    """OVERHEAD_FEATURES of a measured row (nn2c.profiler.invoke_overhead's terms)."""
+    moved = row["moved"]
+    return [1.0, float(len(row["steps"])), float(moved["words"]), float(moved["bytes"])]
+
+
+def add_moved(data: dict[str, Any]) -> int:
+    """Measurements saved before the relocations were recorded: profile those models again for them
+    (exact and QEMU-free: the plan's moves). Returns how many rows were completed."""
+    paths = {_key(p): p for p in models()} | {_key(p): p for p in sorted(CANDIDATES.glob("*.tflite"))}
+    done = 0
+    for row in data["rows"]:
+        if "moved" not in row and row["model"] in paths:
+            row["moved"] = profile(paths[row["model"]], target=row["target"]).moved
+            done += 1
+    data["rows"] = [r for r in data["rows"] if "moved" in r]
+    return done
 
 
 def _row_kernels(row: dict[str, Any]) -> set[str]:
@@ -216,8 +249,7 @@ def _fit_code(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def predict_row(costs: dict[str, Any], row: dict[str, Any]) -> tuple[float, list[float]]:
     steps = [predict_step(costs, _as_step(s)) for s in row["steps"]]
-    over = costs["overhead"]
-    return sum(steps) + over["constant"] + over["per_step"] * len(row["steps"]), steps
+    return sum(steps) + invoke_overhead(costs, len(row["steps"]), row["moved"]), steps
 
 
 def evaluate(rows: list[dict[str, Any]], costs_of: Any) -> dict[str, Any]:
@@ -259,7 +291,8 @@ def measure_speed(runs: int) -> list[dict[str, Any]]:
     results = []
     for schedule, planner in SPEED_MODES:
         options = CompileOptions(schedule=schedule, planner=planner)
-        totals, stages = [], {}
+        totals: list[float] = []
+        stages: dict[str, list[float]] = {}
         ram = 0
         for _ in range(runs):
             stamps: list[tuple[float, str]] = []
@@ -299,9 +332,12 @@ def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds:
         "",
         "`nn2c profile` predicts instructions per step from a linear model per operator and kernel function",
         "(MACs, patch elements = MACs / output channels, output and input elements, output pixels, a constant;",
-        "row groups: a factor on their members' sum) fitted by `bench/costmodel.py` against the QEMU instruction",
-        "counts of `nn2c bench` (one seeded input, outputs checked against TFLM) of every network below. *In sample*:",
-        "fitted and judged on the same networks; *left out*: each network judged by a fit without it.",
+        "row groups: a factor on their members' sum, their ring-buffer moves included) fitted by `bench/costmodel.py`",
+        "against the QEMU instruction counts of `nn2c bench` (one seeded input, outputs checked against TFLM) of every",
+        "network below; invoke's own instructions from a constant, the steps and the bytes the relocations move (exact",
+        "from the memory plan). *In sample*: fitted and judged on the same networks; *left out*: each network judged",
+        "by a fit without it. The Cortex-M7 uses the Cortex-M4's fit (same kernels; QEMU counts instructions, which",
+        "do not depend on the M7's dual issue).",
         f"Steps under {MIN_INSTRUCTIONS} instructions are left out of the per-layer figures. Run took "
         f"{seconds / 60:.1f} min of measurement.",
         "",
@@ -327,13 +363,29 @@ def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds:
               "images' model code from the map file), absolute error over the models, left out: "
               + "; ".join(f"{core} median {_pct(res['left_out']['code'], 50):.0f}%, max "
                           f"{_pct(res['left_out']['code'], 100):.0f}%" for core, res in results.items()) + "."]
+    lines += ["", "Distribution of the total error, left out (share of networks per band of absolute error):", "",
+              "| core | networks | count | " + " | ".join(f"{a:g}-{b:g}%" for a, b in ERROR_BANDS) + " |",
+              "|---|---|---|" + "---|" * len(ERROR_BANDS)]
     for core, res in results.items():
-        lines += ["", f"### {core}: per model (total instructions per inference)", "",
+        for label, keep in subsets[1:]:
+            errors = [abs(t[3]) for t in res["left_out"]["totals"] if keep(t[0])]
+            if errors:
+                shares = [100 * sum(a / 100 <= e < b / 100 for e in errors) / len(errors) for a, b in ERROR_BANDS]
+                lines.append(f"| {core} | {label} | {len(errors)} | " + " | ".join(f"{x:.0f}%" for x in shares) + " |")
+    for core, res in results.items():
+        lines += ["", f"### {core}: per model of models/ (total instructions per inference)", "",
                   "| model | measured | predicted (in sample) | error | predicted (left out) | error |",
                   "|---|---|---|---|---|---|"]
         for (model, p_in, y, e_in), (_, p_out, _, e_out) in zip(res["in_sample"]["totals"],
                                                                 res["left_out"]["totals"], strict=True):
-            lines.append(f"| {model} | {y:,.0f} | {p_in:,.0f} | {100 * e_in:+.1f}% | {p_out:,.0f} | {100 * e_out:+.1f}% |")
+            if not model.startswith(f"{CANDIDATES.name}/"):
+                lines.append(f"| {model} | {y:,.0f} | {p_in:,.0f} | {100 * e_in:+.1f}% | {p_out:,.0f} | "
+                             f"{100 * e_out:+.1f}% |")
+        worst = sorted((t for t in res["left_out"]["totals"] if t[0].startswith(f"{CANDIDATES.name}/")),
+                       key=lambda t: -abs(t[3]))[:5]
+        if worst:
+            lines += ["", f"Worst candidates on {core}, left out: " + ", ".join(
+                f"{model} {100 * e:+.1f}%" for model, _, _, e in worst) + "."]
         worst = sorted(res["left_out"]["layers"], key=lambda x: -abs(x[6]) * x[5])[:6]
         lines += ["", f"Worst layers on {core} (most instructions mispredicted, left out):", "",
                   "| model | step | op | kernel | measured | predicted | error |", "|---|---|---|---|---|---|---|"]
@@ -396,6 +448,8 @@ def main() -> int:
         return 1
     if args.refit or args.candidates:
         data = json.loads(MEASUREMENTS.read_text())
+        if add_moved(data):
+            MEASUREMENTS.write_text(json.dumps(data))
     else:
         paths = models()
         if args.models:

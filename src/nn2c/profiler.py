@@ -39,6 +39,7 @@ from nn2c.compile import load_model, optimise_stage, plan_stages
 from nn2c.errors import UsageError
 from nn2c.ir import Graph, Node, verify
 from nn2c.ir.cost import macs
+from nn2c.memory.arena import Move
 from nn2c.options import CompileOptions
 from nn2c.target import TARGETS, Target, get_target
 
@@ -94,6 +95,8 @@ class Profile:
     code_bytes_estimate: dict[str, int]  # core -> estimated code bytes (kernels, invoke, params structs)
     board: Board | None = None
     seconds: float = 0.0  # time of the profile after loading the model
+    # relocations (memory/arena.py Move: nn2c_move after in-place steps), exact, in invoke outside any step
+    moved: dict[str, int] = field(default_factory=dict)
 
     @property
     def ram_bytes(self) -> int:
@@ -127,7 +130,7 @@ class Profile:
             "arena_bytes": self.arena_bytes, "state_bytes": self.state_bytes, "ram_bytes": self.ram_bytes,
             "weight_bytes": self.weight_bytes, "code_bytes_estimate": self.code_bytes_estimate,
             "flash_bytes_estimate": self.flash_bytes_estimate, "macs": self.macs, "planner": self.planner,
-            "schedule": self.options.schedule, "steps": len(self.steps),
+            "schedule": self.options.schedule, "steps": len(self.steps), "relocated_bytes": self.moved,
             "predicted_instructions": {k: round(v) for k, v in self.predicted.items()},
             "estimate_note": ESTIMATE_NOTE, "profile_seconds": self.seconds,
             "layers": [s.as_dict() for s in self.steps],
@@ -178,6 +181,7 @@ def profile(model: str | Path | Graph, target: str | None = None, board: str | B
     steps = [_step_profile(i, s, code, member_codes) for i, (s, code) in enumerate(zip(order.steps, step_codes,
                                                                                         strict=True))]
     model_costs = cost_model()
+    moved = moved_bytes(arena.moves)
     predicted: dict[str, float] = {}
     code_bytes: dict[str, int] = {}
     for core in same_lowering(options.target):
@@ -189,11 +193,11 @@ def profile(model: str | Path | Graph, target: str | None = None, board: str | B
             sparse = _sparse_step(get_target(core), node, code)
             if sparse is not None:  # sparse kernels: the target's own model (codegen/ops/sparse.py)
                 step_info.predicted[core] = sparse
-        predicted[core] = sum(s.predicted[core] for s in steps) + _overhead(costs, len(steps))
+        predicted[core] = sum(s.predicted[core] for s in steps) + invoke_overhead(costs, len(steps), moved)
         code_bytes[core] = _code_bytes(costs, steps)
     result = Profile(source, name, options.target, options, arena.plan.arena_bytes, lowered.state_bytes,
                      sum(w.data.nbytes for w in weights), sum(macs(n) for n in graph.nodes), steps,
-                     arena.plan.planner, predicted, code_bytes, board_spec)
+                     arena.plan.planner, predicted, code_bytes, board_spec, moved=moved)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -312,9 +316,18 @@ def predict_step(costs: dict[str, Any], info: StepProfile) -> float:
     return max(_predict_kernel(costs, kernel_key(info.kernels), info.op, info.features()), 0.0)
 
 
-def _overhead(costs: dict[str, Any], steps: int) -> float:
+def moved_bytes(moves: list[Move]) -> dict[str, int]:
+    """Bytes the relocations move per inference: "words" where source and target are word-aligned
+    (nn2c_move copies 16 bytes a step), "bytes" elsewhere (byte by byte)."""
+    aligned = sum(m.size for m in moves if m.source % 4 == 0 and m.target % 4 == 0)
+    return {"words": aligned, "bytes": sum(m.size for m in moves) - aligned}
+
+
+def invoke_overhead(costs: dict[str, Any], steps: int, moved: dict[str, int]) -> float:
+    """Instructions in invoke outside any step: a constant, each step's call, the relocations' moves."""
     over = costs["overhead"]
-    return over["constant"] + over["per_step"] * steps
+    return (over["constant"] + over["per_step"] * steps + over.get("per_moved_word_byte", 0.0) * moved.get("words", 0)
+            + over.get("per_moved_byte", 0.0) * moved.get("bytes", 0))
 
 
 def kernels_used(steps: list[StepProfile]) -> set[str]:

@@ -40,6 +40,10 @@ class GeneratedCode:
     moves: list[Move] = field(default_factory=list)  # relocations after in-place steps (memory/lifetimes.py)
 
 
+# marks a relocation's line (the bench counts its instructions apart from the layer's: targets/cortexm_run.py)
+RELOCATION_COMMENT = "/* relocated: undoes the in-place drift */"
+
+
 def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> list[list[str]]:
     """Each step's statements with the placeholders bound to arena addresses (or state arrays)."""
     name = f"{lowered.name}_arena"
@@ -59,7 +63,7 @@ def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> lis
         bound.append([_PLACEHOLDER.sub(address, s) for s in code.statements])
     for move in arena.moves:  # an in-place chain's tensor back where the next steps want it
         bound[move.step].append(f"nn2c_move(&{name}[{move.target}], &{name}[{move.source}], {move.size}); "
-                                "/* relocated: undoes the in-place drift */")
+                                f"{RELOCATION_COMMENT}")
     return bound
 
 

@@ -26,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nn2c.codegen.render import RELOCATION_COMMENT
 from nn2c.errors import BuildError
 from nn2c.targets.cortexm_build import Image, arm_tool, check_target, plugin_path, require_tools
 
@@ -212,7 +213,9 @@ def call_targets(image: Image, invoke: Symbol) -> dict[int, str]:
 
 
 def source_lines(image: Image, function: Symbol, addresses: list[int]) -> dict[int, tuple[str, int]]:
-    """address in `function` -> (source file name, line), from the line table of its object file.
+    """address in `function` -> (source file name, line) of the function's own source: for code inlined
+    into it (an NN2C_INLINE helper such as a row group's nn2c_move), the line of the outermost call,
+    so that the code counts where the function calls it.
 
     Read from NAME.o (offsets into .text.FUNCTION), not from the linked ELF: there, the line
     entries of functions that --gc-sections dropped are relocated to address 0 and shadow the
@@ -223,13 +226,18 @@ def source_lines(image: Image, function: Symbol, addresses: list[int]) -> dict[i
     assert addr2line is not None
     obj = image.build_dir / "obj" / f"{image.name}.o"
     text = subprocess.run(
-        [addr2line, "-e", str(obj), "-j", f".text.{function.name}", "-a",
+        [addr2line, "-e", str(obj), "-j", f".text.{function.name}", "-a", "-i",
          *[hex(a - function.address) for a in addresses]],
         capture_output=True, text=True, check=True).stdout.splitlines()
     found = {}
-    for i in range(0, len(text) - 1, 2):
-        address = int(text[i], 16) + function.address
-        location = text[i + 1].split(" (discriminator")[0]
+    address = None
+    for entry in text:  # "0x..." then its locations, innermost first: the last one is the outermost
+        if entry.startswith("0x"):
+            address = int(entry, 16) + function.address
+            continue
+        if address is None:
+            continue
+        location = entry.split(" (discriminator")[0]
         file, _, line = location.rpartition(":")
         found[address] = (Path(file).name, int(line) if line.isdigit() else 0)
     return found
@@ -240,7 +248,7 @@ def layer_profile(image: Image, model_dir: Path, run: RunResult) -> tuple[list[L
     outside any layer (its loads and stores: the window's minus the layers')."""
     symbols = functions(image.elf)
     invoke = symbol(symbols, f"{image.name}_invoke")
-    layers, first_line, return_line = _layer_comments(model_dir / f"{image.name}.c", image.name)
+    layers, first_line, return_line, relocations = _layer_comments(model_dir / f"{image.name}.c", image.name)
     starts = sorted(layers)
     calls = call_targets(image, invoke)
     lines = source_lines(image, invoke, sorted(set(run.site_counts) | set(calls)))
@@ -250,8 +258,8 @@ def layer_profile(image: Image, model_dir: Path, run: RunResult) -> tuple[list[L
 
     def owner(address: int) -> LayerCost | None:
         file, line = lines.get(address, ("", 0))
-        if file != f"{image.name}.c" or not first_line <= line < return_line:
-            return None
+        if file != f"{image.name}.c" or not first_line <= line < return_line or line in relocations:
+            return None  # outside the layers, or a relocation between them (nn2c.profile models those apart)
         i = bisect.bisect_right(starts, line) - 1
         return costs[starts[i]] if i >= 0 else None
 
@@ -271,8 +279,9 @@ def layer_profile(image: Image, model_dir: Path, run: RunResult) -> tuple[list[L
     return [costs[line] for line in starts], overhead
 
 
-def _layer_comments(source: Path, name: str) -> tuple[dict[int, tuple[int, str, str]], int, int]:
-    """Line of each `/* [k] OP: name */` in NAME_invoke -> (k, OP, name); first layer line; return line."""
+def _layer_comments(source: Path, name: str) -> tuple[dict[int, tuple[int, str, str]], int, int, set[int]]:
+    """Line of each `/* [k] OP: name */` in NAME_invoke -> (k, OP, name); first layer line; return line;
+    the lines of the relocations (codegen/render.py: `nn2c_move(...); /* relocated: ... */`)."""
     text = source.read_text().splitlines()
     start = next((i for i, t in enumerate(text) if t.startswith(f"int {name}_invoke(void)")), None)
     if start is None:
@@ -287,4 +296,5 @@ def _layer_comments(source: Path, name: str) -> tuple[dict[int, tuple[int, str, 
     return_line = next((i + 1 for i in range(end - 1, start, -1) if text[i].strip().startswith("return ")),
                        end + 1)
     first_line = min(layers) if layers else return_line
-    return layers, first_line, return_line
+    relocations = {i + 1 for i in range(start + 1, end) if RELOCATION_COMMENT in text[i]}
+    return layers, first_line, return_line, relocations
