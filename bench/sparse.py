@@ -208,12 +208,12 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
               "|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
     for r in runs if all_layers else [r for r in runs if r.core == "cortex-m4"]:
         for x in r.layers:
-            dense, sparse = x.instructions.get("off"), x.instructions.get("always")
-            if dense is None or sparse is None or not x.sparse_in.get("always"):
+            layer_dense, layer_sparse = x.instructions.get("off"), x.instructions.get("always")
+            if layer_dense is None or layer_sparse is None or not x.sparse_in.get("always"):
                 continue
             chose = "sparse" if x.sparse_in.get("auto") else "dense" if "auto" in x.sparse_in else "-"
             lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {x.index} {x.op} | {x.kind} "
-                         f"| {x.density:.3f} | {x.macs:,} | {dense:,.0f} | {sparse:,.0f} | {sparse / dense:.2f}x "
+                         f"| {x.density:.3f} | {x.macs:,} | {layer_dense:,.0f} | {layer_sparse:,.0f} | {layer_sparse / layer_dense:.2f}x "
                          f"| {chose} |")
     chosen = [x for r in runs for x in r.layers if x.sparse_in.get("auto") and "off" in x.instructions]
     slower = [x for x in chosen if x.instructions["auto"] >= x.instructions["off"]]
@@ -239,6 +239,39 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     return "\n".join(lines) + "\n"
 
 
+# layer shapes for the break-even table: (label, output channels, inputs per output, input rows)
+BREAK_EVEN_SHAPES = [
+    ("ad01 FULLY_CONNECTED 640 -> 128", 128, 640, 1),
+    ("ad01 FULLY_CONNECTED 128 -> 128", 128, 128, 1),
+    ("FULLY_CONNECTED 1024 -> 256", 256, 1024, 1),
+    ("classifier FULLY_CONNECTED 128 -> 10", 10, 128, 1),
+    ("kws 1x1 CONV_2D 64 -> 64, 25x5 pixels", 64, 64, 125),
+    ("vww 1x1 CONV_2D 32 -> 96, 24x24 pixels", 96, 32, 576),
+    ("1x1 CONV_2D 256 -> 256, 6x6 pixels", 256, 256, 36),
+]
+
+
+def break_even_table() -> str:
+    """The density below which each core's shipped models predict the sparse kernel faster
+    (codegen/ops/sparse.py break_even_density), per layer shape: no QEMU run, the fitted coefficients."""
+    from nn2c.codegen.ops.sparse import break_even_density
+    from nn2c.target import get_target
+
+    cores = [c for c in CORES if c != "portable" and get_target(c).sparse_row_cost is not None]
+    lines = ["## Sparse kernels: break-even density per layer shape and core", "",
+             "Written by `bench/sparse.py --break-even` from the instruction models nn2c ships (nn2c.target, fitted by "
+             "this script to QEMU counts, table above): the density (nonzeros / weights) below which the sparse kernel "
+             "is predicted to take fewer instructions than nn2c's dense one. There is no single figure per kernel: the "
+             "dense kernels' cost per MAC depends on the shape (Helium's 16 lanes, the per-channel requantization). "
+             f"`--sparse auto` takes a layer only below {SAFETY}x the dense cost, at a lower density. One input row "
+             "uses the `row` models, four or more (1x1 convolutions) the `block` ones; 0 = sparse never wins.", "",
+             "| layer | rows | " + " | ".join(cores) + " |", "|---|---|" + "---|" * len(cores)]
+    for label, out_c, depth, rows in BREAK_EVEN_SHAPES:
+        cells = [break_even_density(get_target(c), out_c, depth, rows) for c in cores]
+        lines.append(f"| {label} | {rows} | " + " | ".join("-" if x is None else f"{x:.2f}" for x in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=MODELS)
@@ -250,9 +283,17 @@ def main() -> int:
     parser.add_argument("--save", type=Path, help="also write the measured runs as JSON")
     parser.add_argument("--all-layers", action="store_true", help="the per-layer table for every core")
     parser.add_argument("--load", type=Path, help="tabulate the runs of a --save file instead of measuring")
+    parser.add_argument("--break-even", action="store_true",
+                        help="only write the break-even density table from the shipped models (no QEMU)")
     parser.add_argument("--remeasure", action="store_true",
                         help="with --load: measure --modes again (e.g. auto after a change of its model), keep the rest")
     args = parser.parse_args()
+    if args.break_even:
+        text = break_even_table()
+        print(text)
+        if not args.no_write:
+            replace_section("sparse_break_even", text)
+        return 0
     runs = []
     if args.load:
         for data in json.loads(args.load.read_text()):
@@ -268,7 +309,9 @@ def main() -> int:
                 by_index = {x.index: x for x in fresh.layers}
                 for x in run.layers:
                     again = by_index.get(x.index)
-                    for mode in args.modes if again is not None else ():
+                    if again is None:
+                        continue
+                    for mode in args.modes:
                         if mode in again.instructions:
                             x.instructions[mode] = again.instructions[mode]
                             x.accesses[mode] = again.accesses[mode]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from nn2c.api import CompileOptions, compile_model
 from nn2c.cli import main
-from nn2c.codegen.ops.sparse import SAFETY, predicted_instructions, sparse_layout
+from nn2c.codegen.ops.sparse import SAFETY, break_even_density, predicted_instructions, sparse_layout
 from nn2c.prune import parse_spec
 from nn2c.target import get_target
 from nn2c.targets.cortexm_build import missing_tools
@@ -130,6 +130,25 @@ def test_auto_follows_the_targets_instruction_model(tmp_path):
     # measured (bench/sparse.py): at 1:8 the sparse FULLY_CONNECTED wins on the M4, not against Helium's
     # 16 MACs per instruction; the host has no model (its cost depends on the machine): never by itself
     assert chosen["cortex-m4"] >= 8 and chosen["host"] == 0 and chosen["cortex-m55"] == 0
+
+
+@pytest.mark.parametrize(("core", "shape"), [("cortex-m4", (128, 640, 1)), ("cortex-m4", (64, 64, 125)),
+                                           ("cortex-m55", (256, 1024, 1))])
+def test_break_even_density_splits_the_targets_prediction(core, shape):
+    """bench/sparse.py --break-even's figure: filters a little sparser than it are predicted faster on the
+    sparse kernel, a little denser slower (random nonzeros, so the padding to blocks of 4 varies)."""
+    out_c, depth, input_rows = shape
+    target = get_target(core)
+    density = break_even_density(target, out_c, depth, input_rows)
+    assert density is not None and 0.05 < density < 0.95
+    rng = np.random.default_rng(out_c)
+    for delta, sparse_wins in ((-0.04, True), (0.04, False)):
+        rows = np.zeros((out_c, depth), dtype=np.int8)
+        for row in rows:
+            row[rng.choice(depth, round((density + delta) * depth), replace=False)] = 1
+        dense_cost, sparse_cost = predicted_instructions(target, sparse_layout(rows), input_rows)
+        assert (sparse_cost < dense_cost) == sparse_wins, (density, delta, dense_cost, sparse_cost)
+    assert break_even_density(get_target("host"), out_c, depth, input_rows) is None  # no model for the host
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -108,6 +108,25 @@ def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
 
+def break_even_density(target: Target, out_c: int, depth: int, input_rows: int) -> float | None:
+    """The density (nonzeros / weights) below which the target's fitted models predict the sparse kernel
+    faster than the dense one, for an [out_c, depth] filter on input_rows rows; --sparse auto takes it
+    only below SAFETY times the dense cost, a lower density. Nonzeros spread evenly: each (channel,
+    segment) list pads 1.5 entries on average to its block of 4. None without a model; 0 where sparse
+    never wins."""
+    cost = target.sparse_cost(input_rows >= 4)
+    if cost is None:
+        return None
+    dense, empty = cost_features(out_c, depth, input_rows, 0)
+    per_entry = cost[1][0] * input_rows
+    if per_entry <= 0:
+        return None
+    entries = (float(np.dot(cost[0], dense)) - float(np.dot(cost[1], empty))) / per_entry
+    segments = max(-(-depth // SEGMENT), 1)
+    nonzeros = entries - 1.5 * out_c * segments
+    return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
+
+
 def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
