@@ -6,7 +6,8 @@ model as onnxruntime's own QDQ execution: aggregate SQNR (over many inputs) with
 the two differ by several dB either way: a layer's integer kernel (TFLM's double-rounding
 requantization) and onnxruntime's float QDQ differ by one step on ~0.1-0.5 % of the outputs, and a
 network this deep amplifies those flips into output differences as large as the quantization noise
-itself, so one input says nothing.
+itself, so one input says nothing, and 32 inputs too few: over 256, eight seeded networks came out
+between -0.25 and +0.41 dB of onnxruntime (mean +0.03 dB), over 32 between -0.52 and +0.49 dB.
 
 The systematic loss found was the int8 MEAN (GlobalAveragePool): TFLM's MEAN requantizes with a
 multiplier of about s_x / (s_y n) ~ 0.3, whose two roundings put a quarter of the outputs one step
@@ -138,14 +139,16 @@ def _sqnr_db(reference: np.ndarray, approximation: np.ndarray) -> float:
     return float(10 * np.log10(np.sum(reference ** 2) / noise))
 
 
-def test_deep_qdq_mobilenet_as_accurate_as_onnxruntime(tmp_path):
+@pytest.mark.parametrize("seed", range(4))
+def test_deep_qdq_mobilenet_as_accurate_as_onnxruntime(tmp_path, seed):
     size = 48
-    float_path, qdq_path = _quantized_mobilenet(tmp_path, size)
+    float_path, qdq_path = _quantized_mobilenet(tmp_path, size, seed)
     result = compile_model(qdq_path, CompileOptions())
     ops = [n.op for n in result.graph.nodes]
     assert ops.count("CONV_2D") + ops.count("DEPTHWISE_CONV_2D") == 28 + 1  # + the averaging depthwise
     assert "MEAN" not in ops and ops.count("DEQUANTIZE") == 1, ops
-    inputs = structured_inputs(np.random.default_rng(123), 32, size)
+    # 256 inputs: over 32 the aggregate itself moves by up to 0.5 dB from one input set to another
+    inputs = structured_inputs(np.random.default_rng(123), 256, size)
     ours = np.array([o[0] for o in run_compiled(result, [[x] for x in inputs])])
     float_session, qdq_session = _session(float_path), _session(qdq_path)
     name = float_session.get_inputs()[0].name

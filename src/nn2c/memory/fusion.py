@@ -27,7 +27,7 @@ from nn2c.ir.cost import macs
 from nn2c.memory.arena import plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
-from nn2c.memory.rows import inplace_distance, simulate
+from nn2c.memory.rows import Member, inplace_distance, simulate
 
 MAX_GROUP = 16  # operators in one group
 AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's estimated cost
@@ -312,10 +312,11 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             if not _closed(members_ops, position, first, last, graph_outputs):
                 continue
             sink_rows = members_ops[-1].rows
+            prepared = _prepare(members_ops)
             for block in sorted({b for b in BLOCKS if b <= sink_rows} | {min(sink_rows, _block_for(members_ops))}):
                 occupancy: list[int] | None = None
                 for slack in SLACKS:
-                    group = _build(members_ops, slack, block, lifetimes, last, inplace, occupancy)
+                    group = _build(prepared, slack, block, lifetimes, last, inplace, occupancy)
                     occupancy = group.sim.occupancy if group is not None else None
                     if group is None:
                         break
@@ -363,8 +364,21 @@ def _sink_alias(run: list[StreamOp]) -> int | None:
     return None
 
 
-def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, last: int,
-           inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
+@dataclass
+class _Prepared:
+    """What a group's options share whatever their block and slack: its members in execution order
+    (an aliased member moved last before the sink), the tensors they read from outside, the kernels'
+    shared scratch."""
+
+    run: list[StreamOp]
+    alias: int | None
+    members: list[Member]
+    outside: list[Value]
+    scratch_region: int
+    scratch_offsets: list[list[int]]
+
+
+def _prepare(run: list[StreamOp]) -> _Prepared:
     alias = _sink_alias(run)
     if alias is not None:  # it runs last before the sink (only the sink reads it: any later slot is valid)
         run = run[:alias] + run[alias + 1 : -1] + [run[alias], run[-1]]
@@ -377,15 +391,21 @@ def _build(run: list[StreamOp], slack: int, block: int, lifetimes: _Lifetimes, l
             if id(value) not in sources:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
-    members = [member_of(op, sources) for op in run]
+    region, offsets = _kernel_scratch(run)
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
+
+
+def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
+           inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
+    members = prepared.members
     try:
         sim = simulate(members, slack, block, occupancy)
     except AssertionError:
         return None
-    region, offsets = _kernel_scratch(run)
-    group = RowGroup(run, members, outside, sim, offsets, region, alias=alias)
+    group = RowGroup(list(prepared.run), list(members), list(prepared.outside), sim,
+                     [list(o) for o in prepared.scratch_offsets], prepared.scratch_region, alias=prepared.alias)
     if inplace:
-        for k, value in enumerate(outside):
+        for k, value in enumerate(prepared.outside):
             name = lifetimes.buffer_of.get(id(value))
             if name is None or lifetimes.requests[name].last > last or name in lifetimes.outputs:
                 continue
