@@ -469,6 +469,31 @@ def test_decode_inside_if_branches_matches_tflm(tmp_path):
     assert load_model(path).metadata["decode"]["tensors"] == 2
 
 
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_decode_inside_a_while_body_matches_tflm(tmp_path, dtype):
+    """The loop a converter writes for an RNN (tests/test_op_while.py) with its body's two weight
+    matrices compressed by TFLM's compressor (the DECODEs land in the body subgraph): unrolled, every
+    copy of the body reads one decoded constant each, and the outputs equal TFLM's."""
+    from tests.test_op_while import _rnn_model
+
+    model = _rnn_model(dtype)
+    body = model_editor.read(model).subgraphs[2]
+    weights = [k for k, t in enumerate(body.tensors) if t.name in ("W", "U")]
+    assert len(weights) == 2
+    mode = spec.PerChannel(axis=0) if dtype == "int8" else spec.PerTensor()
+    specs = [spec.Tensor(2, k, [spec.LookUpTableCompression(7, mode)]) for k in weights]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compressed = bytes(compression.compress(model, specs))
+    assert_matches_tflm(compressed, tmp_path, records=4, name=f"while_decode_{dtype}")
+    path = tmp_path / "while_decode.tflite"
+    path.write_bytes(compressed)
+    graph = load_model(path)
+    assert graph.metadata["decode"]["tensors"] == 2
+    constants = {id(v) for n in graph.nodes if n.op == "FULLY_CONNECTED" for v in n.inputs[1:2]}
+    assert len(constants) == 2  # 5 iterations x 2 layers read 2 decoded weight tensors
+
+
 # --- refusals --------------------------------------------------------------------------------------
 def _lut_carrier(data: np.ndarray, bits: int = 2) -> tuple[bytes, int, bytes, bytes]:
     """A carrier of a per-channel (axis 0) int8 tensor and its LUT encoding by TFLM's compressor plug-in."""

@@ -17,7 +17,12 @@ from click.testing import CliRunner
 
 from nn2c.api import CompileOptions, compile_model
 from nn2c.cli import main
-from nn2c.codegen.ops.sparse import SAFETY, break_even_density, predicted_instructions, sparse_layout
+from nn2c.codegen.ops.sparse import (
+    SAFETY,
+    break_even_density,
+    predicted_instructions,
+    sparse_layout,
+)
 from nn2c.prune import parse_spec
 from nn2c.target import get_target
 from nn2c.targets.cortexm_build import missing_tools

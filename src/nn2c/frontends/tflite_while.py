@@ -11,7 +11,8 @@ folding the body's constant arithmetic (the counters) as it inlines each copy, a
 once per iteration. The body's weights are one set of constants shared by every copy (flash holds
 them once); each copy's activations are planned like any other tensors, so the arena holds only
 what one iteration keeps live. A condition that reads run-time data, or more than MAX_ITERATIONS
-iterations (code grows with every copy), is refused with the reason.
+iterations (code grows with every copy), is refused with the reason. A DECODE (TFLM's weight
+compression) inside the loop is decoded once: every copy reads the same dense constant.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nn2c.errors import InvalidModelError, UnsupportedOpError
+from nn2c.frontends import tflite_decode
 from nn2c.ir import Graph, Node, TensorType, Value
 from nn2c.reference.evaluate import SUPPORTED_OPS, evaluate_node
 
@@ -54,7 +56,7 @@ class _Subgraph:
         self.ops = [sub.Operators(k) for k in range(sub.OperatorsLength())]
         self.names = [self.reader.operator_name(op, k) for k, op in enumerate(self.ops)]
         for k, name in enumerate(self.names):
-            if name in _REFUSED or name.startswith("CUSTOM:"):
+            if name in _REFUSED or (name.startswith("CUSTOM:") and name != tflite_decode.DECODE):
                 raise UnsupportedOpError(f"{where}: {role} subgraph {index} op #{k} {name} is not supported inside a "
                                          "WHILE (nn2c unrolls the loop at compile time)")
         produced = set(self.inputs)
@@ -99,7 +101,9 @@ class _Subgraph:
         # subgraph tensor names repeat from copy to copy; so do those of an IF or WHILE nested in the body
         # (inlined by sub.add_op, their values are not in sub.values): every value of this copy gets the prefix
         shared = {id(v) for v in self.shared.values()}
-        renamed = set(seeded) | shared
+        # a DECODE's output is one constant for every copy (tflite_decode dedupes by encoding): named once
+        decoded = {id(v) for v in sub.decoded.by_encoding.values()}
+        renamed = set(seeded) | shared | decoded
         for value in copied + [v for node in added for v in (*node.inputs, *node.outputs) if v is not None]:
             if id(value) not in renamed:
                 renamed.add(id(value))
@@ -233,6 +237,8 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
                                          "nn2c needs static loop shapes")
         loop = following
         iteration += 1
+    for sub in (cond, body):  # their DECODEs, counted once each, with the model's (the summary's figures)
+        reader.decoded.add(sub.reader.decoded)
     for value, out in zip(loop, outputs, strict=True):
         if value.type.quant != out.type.quant:
             raise UnsupportedOpError(f"{where}: output {out.name!r} is quantized differently from its loop value "
