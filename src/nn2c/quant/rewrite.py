@@ -213,6 +213,9 @@ class _Builder:
         self.float_of: dict[int, Value] = {}
         self.int8_of: dict[int, Value] = {}
         self.constants: dict[int, Value] = {}
+        # (id(float weight), axis) -> its int8 constant: layers sharing a weight (a WHILE's unrolled
+        # copies, tied layers) share it in flash too; its parameters depend on the weight alone
+        self.weights_int8: dict[tuple[int, int], tuple[Value, QuantParams]] = {}
 
     def add(self, node: Node) -> None:
         self.graph.add_node(node)
@@ -309,9 +312,12 @@ class _Builder:
         assert w is not None and w.data is not None
         axis = op_info(node.op).weight_axis
         assert axis is not None
-        w_quant = qp.weight_params(w.data, axis)
-        inputs[1] = Value(f"{w.name}/int8", TensorType("int8", w.type.shape, w_quant),
-                          qp.quantize_array(w.data, w_quant))
+        key = (id(w), axis)
+        if key not in self.weights_int8:
+            params = qp.weight_params(w.data, axis)
+            self.weights_int8[key] = (Value(f"{w.name}/int8", TensorType("int8", w.type.shape, params),
+                                            qp.quantize_array(w.data, params)), params)
+        inputs[1], w_quant = self.weights_int8[key]
         channels = w.type.shape[axis]
         if b is None and node.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             # a zero bias, as TFLite's converter writes one: on an exported int8 convolution without
