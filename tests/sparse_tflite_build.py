@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,14 +32,23 @@ def build(out: Path) -> None:
     samples = [rng.standard_normal((1, 32)).astype(np.float32) for _ in range(16)]
     for sparse in (True, False):
         for kind in ("float", "int8"):
-            converter = tf.lite.TFLiteConverter.from_keras_model(model)
-            converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY] if sparse else []
-            if kind == "int8":
-                converter.optimizations.append(tf.lite.Optimize.DEFAULT)
-                converter.representative_dataset = lambda: ([s] for s in samples)
-                converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-                converter.inference_input_type = converter.inference_output_type = tf.int8
-            (out / f"{'sparse' if sparse else 'dense'}_{kind}.tflite").write_bytes(converter.convert())
+            data = convert(model, samples if kind == "int8" else None, sparse)
+            (out / f"{'sparse' if sparse else 'dense'}_{kind}.tflite").write_bytes(data)
+
+
+def convert(model: Any, samples: list[np.ndarray] | None, sparse: bool) -> bytes:
+    """The converter on a Keras model: float, or with representative `samples` full-integer int8
+    (int8 input and output); `sparse`: with Optimize.EXPERIMENTAL_SPARSITY (TFLite's sparse format)."""
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY] if sparse else []
+    if samples is not None:
+        converter.optimizations.append(tf.lite.Optimize.DEFAULT)
+        converter.representative_dataset = lambda: ([s] for s in samples)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = converter.inference_output_type = tf.int8
+    return bytes(converter.convert())
 
 
 if __name__ == "__main__":

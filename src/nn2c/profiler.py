@@ -326,8 +326,8 @@ def moved_bytes(moves: list[Move]) -> dict[str, int]:
 def invoke_overhead(costs: dict[str, Any], steps: int, moved: dict[str, int]) -> float:
     """Instructions in invoke outside any step: a constant, each step's call, the relocations' moves."""
     over = costs["overhead"]
-    return (over["constant"] + over["per_step"] * steps + over.get("per_moved_word_byte", 0.0) * moved.get("words", 0)
-            + over.get("per_moved_byte", 0.0) * moved.get("bytes", 0))
+    return (over["constant"] + over["per_step"] * steps + over["per_moved_word_byte"] * moved["words"]
+            + over["per_moved_byte"] * moved["bytes"])
 
 
 def kernels_used(steps: list[StepProfile]) -> set[str]:

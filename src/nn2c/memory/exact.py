@@ -56,12 +56,11 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     lower = np.full(rows, -np.inf)
     upper = np.zeros(rows)
     row = 0
-    for c, (i, j) in enumerate(conflicts):
+    # z = 0: i below j, needing gap_ij = off_j - off_i; z = 1: j below i, needing gap_ji.
+    # Apart, the lower one's size is the gap; an in-place output may go `distance` below its input.
+    gaps = [(distance.get((j, i), live[i].size), distance.get((i, j), live[j].size)) for i, j in conflicts]
+    for c, ((i, j), (gap_ij, gap_ji)) in enumerate(zip(conflicts, gaps, strict=True)):
         ai, aj = live[i].alignment, live[j].alignment
-        # z = 0: i below j, needing gap_ij = off_j - off_i; z = 1: j below i, needing gap_ji.
-        # Apart, the lower one's size is the gap; an in-place output may go `distance` below its input.
-        gap_ij = distance.get((j, i), live[i].size)  # j is the input, i its in-place output
-        gap_ji = distance.get((i, j), live[j].size)
         # off_i + gap_ij <= off_j + M z
         matrix[row, i], matrix[row, j], matrix[row, n + c] = ai, -aj, -big_m
         upper[row] = -gap_ij
@@ -93,12 +92,9 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
                   options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
     if result.x is None:
         return None
-    below = []  # (lower, upper, the gap the upper needs above the lower) as the solution chose
-    for c, (i, j) in enumerate(conflicts):
-        if result.x[n + c] < 0.5:
-            below.append((i, j, distance.get((j, i), live[i].size)))
-        else:
-            below.append((j, i, distance.get((i, j), live[j].size)))
+    # (lower, upper, the gap the upper needs above the lower) as the solution chose
+    below = [(i, j, gap_ij) if result.x[n + c] < 0.5 else (j, i, gap_ji)
+             for c, ((i, j), (gap_ij, gap_ji)) in enumerate(zip(conflicts, gaps, strict=True))]
     below.sort(key=lambda b: result.x[b[0]] * live[b[0]].alignment)  # bottom up: one pass nearly always does
     placed = offsets_from_order([r.alignment for r in live], below)
     if placed is None:

@@ -402,8 +402,9 @@ def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, l
         sim = simulate(members, slack, block, occupancy)
     except AssertionError:
         return None
-    group = RowGroup(list(prepared.run), list(members), list(prepared.outside), sim,
-                     [list(o) for o in prepared.scratch_offsets], prepared.scratch_region, alias=prepared.alias)
+    # the options share the prepared lists: no step of the schedule or the code writes to them
+    group = RowGroup(prepared.run, members, prepared.outside, sim, prepared.scratch_offsets,
+                     prepared.scratch_region, alias=prepared.alias)
     if inplace:
         for k, value in enumerate(prepared.outside):
             name = lifetimes.buffer_of.get(id(value))
