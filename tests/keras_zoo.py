@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from nn2c.api import CompileOptions, compile_model
 from nn2c.ir import Value
@@ -37,6 +38,18 @@ def tf_python() -> Path:
     """The python of the tensorflow venv (it may not exist: callers check)."""
     named = os.environ.get("NN2C_TF_PYTHON")
     return Path(named) if named else ROOT / ".venv-tf" / "bin" / "python"
+
+
+def tf_build(tmp_path_factory: pytest.TempPathFactory, script: str) -> Path:
+    """Run tests/SCRIPT (a model builder) with tensorflow's python into a fresh folder."""
+    python = tf_python()
+    if not python.exists():
+        pytest.skip(f"SKIPPED LOUDLY: no tensorflow venv ({python} does not exist); make it with `make tf-venv`")
+    out = tmp_path_factory.mktemp(Path(script).stem)
+    done = subprocess.run([str(python), str(Path(__file__).with_name(script)), str(out)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
 
 
 def build_zoo(python: Path, out: Path, selection: str | None = None) -> dict[str, Any]:

@@ -283,25 +283,3 @@ def test_if_sanitizers(tmp_path):
     assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
 
 
-def test_while_on_runtime_data_is_refused(tmp_path):
-    """A WHILE whose condition reads run-time data cannot be unrolled (tests/test_op_while.py has the
-    loops nn2c compiles)."""
-    cond_sub, body = _Subgraph(), _Subgraph()
-    c_in = cond_sub.tensor("float32", (1,), name="x")
-    flag = cond_sub.tensor("bool", (1,), name="flag")
-    zero = cond_sub.tensor("float32", (1,), data=np.zeros(1), name="zero")
-    cond_sub.op("LESS", [c_in, zero], [flag])
-    cond_sub.inputs, cond_sub.outputs = [c_in], [flag]
-    b_in = body.tensor("float32", (1,), name="x")
-    one = body.tensor("float32", (1,), data=np.ones(1), name="one")
-    b_out = body.tensor("float32", (1,), name="y")
-    body.op("ADD", [b_in, one], [b_out], {"fused_activation_function": "NONE"})
-    body.inputs, body.outputs = [b_in], [b_out]
-    main = _Subgraph()
-    x, y = main.tensor("float32", (1,), name="x"), main.tensor("float32", (1,), name="y")
-    main.op("WHILE", [x], [y], {"cond_subgraph_index": 1, "body_subgraph_index": 2})
-    main.inputs, main.outputs = [x], [y]
-    path = tmp_path / "while.tflite"
-    path.write_bytes(_serialize([main, cond_sub, body]))
-    with pytest.raises(UnsupportedOpError, match=r"WHILE: its condition .* depends on run-time data"):
-        compile_model(path)

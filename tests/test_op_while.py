@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from nn2c.api import compile_model, load_model
-from nn2c.errors import UnsupportedOpError
 from nn2c.frontends import tflite_while
 from nn2c.verify.build import build, run
 from nn2c.verify.compare import verify_model
 from tests.c_safety import extreme_records
+from tests.keras_zoo import tf_build
 from tests.oracle_check import assert_matches_tflm, assert_records_match, tflm_with_reset
 from tests.test_op_state import _serialize, _Subgraph
 
@@ -31,27 +31,33 @@ def _quant(dtype: str, scale: float, zero_point: int) -> dict[str, Any]:
     return {"scale": scale, "zero_point": zero_point} if dtype == "int8" else {}
 
 
-def _loop_values(sub: _Subgraph, dtype: str) -> list[int]:
+def _loop_values(sub: _Subgraph, dtype: str, length_input: bool = False) -> list[int]:
     state_q = _quant(dtype, 1 / 128, 0)  # TANH's int8 output quantization
-    return [sub.tensor("int32", (1,), name="i"), sub.tensor(dtype, (1, UNITS), name="h", **state_q),
-            sub.tensor(dtype, (STEPS, 1, FEATURES), name="x", **_quant(dtype, 0.02, 3)),
-            sub.tensor(dtype, (STEPS, UNITS), name="out", **state_q)]
+    values = [sub.tensor("int32", (1,), name="i"), sub.tensor(dtype, (1, UNITS), name="h", **state_q),
+              sub.tensor(dtype, (STEPS, 1, FEATURES), name="x", **_quant(dtype, 0.02, 3)),
+              sub.tensor(dtype, (STEPS, UNITS), name="out", **state_q)]
+    return [*values, sub.tensor("int32", (1,), name="n")] if length_input else values
 
 
-def _rnn_model(dtype: str, start: int = 0, limit_from_data: bool = False) -> bytes:
+def _rnn_model(dtype: str, start: int = 0, length_input: bool = False) -> bytes:
+    """`length_input`: a model input n also bounds the loop (i < STEPS and i < n): the number of
+    iterations is run-time data."""
     rng = np.random.default_rng(7)
     cond = _Subgraph()
-    cond.inputs = _loop_values(cond, dtype)
+    cond.inputs = _loop_values(cond, dtype, length_input)
     limit = cond.tensor("int32", (1,), data=np.array([STEPS]), name="limit")
-    if limit_from_data:  # the loop bound read from the state: not known at compile time
-        limit = cond.tensor("int32", (1,), name="bound")
-        cond.op("CAST", [cond.inputs[1]], [limit])
     flag = cond.tensor("bool", (1,), name="flag")
     cond.op("LESS", [cond.inputs[0], limit], [flag])
+    if length_input:
+        within, both = cond.tensor("bool", (1,), name="within"), cond.tensor("bool", (1,), name="both")
+        cond.op("LESS", [cond.inputs[0], cond.inputs[4]], [within])
+        cond.op("LOGICAL_AND", [flag, within], [both])
+        flag = both
     cond.outputs = [flag]
 
     body = _Subgraph()
-    i, h, x, out = body.inputs = _loop_values(body, dtype)
+    body.inputs = _loop_values(body, dtype, length_input)
+    i, h, x, out = body.inputs[:4]
     one = body.tensor("int32", (1,), data=np.array([1]), name="one")
     zero = body.tensor("int32", (1,), data=np.array([0]), name="zero")
     i_next = body.tensor("int32", (1,), name="i_next")
@@ -84,17 +90,18 @@ def _rnn_model(dtype: str, start: int = 0, limit_from_data: bool = False) -> byt
     body.op("CONCATENATION", [i, zero], [index], {"axis": 0, "fused_activation_function": "NONE"})
     out_next = body.tensor(dtype, (STEPS, UNITS), name="out_next", **state_q)
     body.op("DYNAMIC_UPDATE_SLICE", [out, h_next, index], [out_next])
-    body.outputs = [i_next, h_next, x, out_next]
+    body.outputs = [i_next, h_next, x, out_next, *body.inputs[4:]]
 
     main = _Subgraph()
     counter = main.tensor("int32", (1,), data=np.array([start]), name="start")
     h0 = main.tensor(dtype, (1, UNITS), name="h0", **state_q)
     seq = main.tensor(dtype, (STEPS, 1, FEATURES), name="sequence", **x_q)
     out0 = main.tensor(dtype, (STEPS, UNITS), data=np.zeros((STEPS, UNITS)), name="out0", **state_q)
-    results = _loop_values(main, dtype)
-    main.op("WHILE", [counter, h0, seq, out0], results, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    results = _loop_values(main, dtype, length_input)
+    length = [main.tensor("int32", (1,), name="length")] if length_input else []
+    main.op("WHILE", [counter, h0, seq, out0, *length], results, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
     # with no iteration the outputs are the loop's initial values: the constant out0 cannot be a model output
-    main.inputs, main.outputs = [seq, h0], [results[1], results[2] if start >= STEPS else results[3]]
+    main.inputs, main.outputs = [seq, h0, *length], [results[1], results[2] if start >= STEPS else results[3]]
     return _serialize([main, cond, body])
 
 
@@ -134,19 +141,113 @@ def test_sanitizers(tmp_path):
     assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
 
 
-def test_runtime_condition_is_refused(tmp_path):
-    path = tmp_path / "dynamic.tflite"
-    path.write_bytes(_rnn_model("float32", limit_from_data=True))
-    with pytest.raises(UnsupportedOpError, match=r"op #0 WHILE: its condition \(subgraph 1\) depends on run-time"):
-        load_model(path)
+def _run_against_tflm(model: bytes, tmp_path: Path, records: list[list[np.ndarray]], sanitize: bool = False
+                      ) -> list[list[np.ndarray]]:
+    """Compile, build (optionally with ASan/UBSan), run the records in sequence; assert TFLM's outputs."""
+    path = tmp_path / "loop.tflite"
+    path.write_bytes(model)
+    result = compile_model(path)
+    flags = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if sanitize else None
+    exe = build(result.write(tmp_path / "out"), tmp_path / "runner", opt="-O1" if sanitize else "-O2",
+                extra_flags=flags)
+    ours = run(exe, records, result.graph.inputs, result.graph.outputs)
+    assert_records_match(ours, tflm_with_reset(model, records, len(result.graph.outputs), reset_at=-1))
+    return ours
 
 
-def test_too_many_iterations_are_refused(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_runtime_trip_count_matches_tflm(tmp_path, dtype):
+    """The loop runs min(n, STEPS) times for a model input n: one WHILE node, compiled once, looping in C."""
+    model = _rnn_model(dtype, length_input=True)
+    path = tmp_path / "rt.tflite"
+    path.write_bytes(model)
+    graph = load_model(path)
+    assert [n.op for n in graph.nodes] == ["WHILE"]
+    body = graph.nodes[0].attrs["body"]
+    assert [n.op for n in body.nodes].count("FULLY_CONNECTED") == 2  # one copy of the body, not STEPS
+    rng = np.random.default_rng(1)
+    lengths = [0, 1, 2, 3, STEPS, STEPS + 3, -7, 2**31 - 1]
+    records = [[_random(v, rng) for v in graph.inputs[:2]] + [np.array([n], np.int32)] for n in lengths]
+    ours = _run_against_tflm(model, tmp_path, records)
+    sequences = [rec[1] for rec in ours]
+    # each step writes one more row of the output sequence: the lengths really change the work done
+    assert [int(np.any(seq != seq.flat[0], axis=-1).sum()) for seq in sequences[:4]] != [0, 0, 0, 0]
+    assert not np.array_equal(sequences[1], sequences[2]) and not np.array_equal(sequences[2], sequences[3])
+
+
+def _random(value: Any, rng: np.random.Generator) -> np.ndarray:
+    from nn2c.verify.inputs import random_input
+
+    return random_input(value, rng)
+
+
+def _converging_model(dtype: str) -> bytes:
+    """x <- 0.75 x while max(x) > 0.5 (at most 16 times), counting the iterations in k: how often the
+    loop runs depends on the input's values."""
+    q = _quant(dtype, 0.05, 0)
+
+    def loop_values(sub: _Subgraph) -> list[int]:
+        return [sub.tensor(dtype, (1, 8), name="x", **q), sub.tensor("int32", (1,), name="k")]
+
+    def const(sub: _Subgraph, real: float, name: str, scale: float = 0.05) -> int:
+        if dtype == "int8":
+            return sub.tensor("int8", (1,), data=np.array([round(real / scale)]), name=name, scale=scale, zero_point=0)
+        return sub.tensor("float32", (1,), data=np.array([real]), name=name)
+
+    cond = _Subgraph()
+    x, k = cond.inputs = loop_values(cond)
+    peak = cond.tensor(dtype, (1,), name="peak", **q)
+    cond.op("REDUCE_MAX", [x, cond.tensor("int32", (1,), data=np.array([1]), name="axis")], [peak],
+            {"keep_dims": False})
+    big, few, go = (cond.tensor("bool", (1,), name=n) for n in ("big", "few", "go"))
+    cond.op("GREATER", [peak, const(cond, 0.5, "threshold")], [big])
+    cond.op("LESS", [k, cond.tensor("int32", (1,), data=np.array([16]), name="most")], [few])
+    cond.op("LOGICAL_AND", [big, few], [go])
+    cond.outputs = [go]
+    body = _Subgraph()
+    x, k = body.inputs = loop_values(body)
+    x_next, k_next = body.tensor(dtype, (1, 8), name="x_next", **q), body.tensor("int32", (1,), name="k_next")
+    body.op("MUL", [x, const(body, 0.75, "factor", scale=0.01)], [x_next], {"fused_activation_function": "NONE"})
+    body.op("ADD", [k, body.tensor("int32", (1,), data=np.array([1]), name="one")], [k_next],
+            {"fused_activation_function": "NONE"})
+    body.outputs = [x_next, k_next]
+    main = _Subgraph()
+    x0 = main.tensor(dtype, (1, 8), name="x0", **q)
+    results = loop_values(main)
+    main.op("WHILE", [x0, main.tensor("int32", (1,), data=np.array([0]), name="k0")], results,
+            {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    main.inputs, main.outputs = [x0], results
+    return _serialize([main, cond, body])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_loop_until_converged_matches_tflm(tmp_path, dtype):
+    model = _converging_model(dtype)
+    path = tmp_path / "conv.tflite"
+    path.write_bytes(model)
+    graph = load_model(path)
+    records = [[_random(graph.inputs[0], np.random.default_rng(seed))] for seed in range(6)]
+    ours = _run_against_tflm(model, tmp_path, records)
+    counts = {int(rec[1][0]) for rec in ours}
+    assert len(counts) > 1, counts  # the inputs ran the loop different numbers of times
+
+
+def test_runtime_loop_sanitizers(tmp_path):
+    """ASan/UBSan on extreme inputs: lengths INT32_MIN / INT32_MAX, every other input at its extreme."""
+    model = _rnn_model("int8", length_input=True)
+    path = tmp_path / "rt.tflite"
+    path.write_bytes(model)
+    _run_against_tflm(model, tmp_path, extreme_records(load_model(path)), sanitize=True)
+
+
+def test_too_many_iterations_become_a_loop(tmp_path, monkeypatch):
+    """Beyond MAX_ITERATIONS copies, a loop of known length is compiled like a run-time one: one body."""
     monkeypatch.setattr(tflite_while, "MAX_ITERATIONS", 3)
     path = tmp_path / "long.tflite"
     path.write_bytes(_rnn_model("float32"))
-    with pytest.raises(UnsupportedOpError, match="runs more than 3 iterations"):
-        load_model(path)
+    graph = load_model(path)
+    assert [n.op for n in graph.nodes] == ["WHILE"]
+    assert_matches_tflm(path, tmp_path, records=2, name="while_long")
 
 
 KERAS_RNN = Path(__file__).parent / "assets" / "keras_rnn"
@@ -201,3 +302,58 @@ def test_if_inside_the_body_matches_tflm(tmp_path):
     path = tmp_path / "while_if.tflite"
     names = [v.name for v in load_model(path).values()]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_scalar_loop_on_runtime_data_matches_tflm(tmp_path):
+    """while x < 0: x = x + 1, on a model input: from none to four iterations."""
+    cond_sub, body = _Subgraph(), _Subgraph()
+    c_in = cond_sub.tensor("float32", (1,), name="x")
+    flag = cond_sub.tensor("bool", (1,), name="flag")
+    zero = cond_sub.tensor("float32", (1,), data=np.zeros(1), name="zero")
+    cond_sub.op("LESS", [c_in, zero], [flag])
+    cond_sub.inputs, cond_sub.outputs = [c_in], [flag]
+    b_in = body.tensor("float32", (1,), name="x")
+    one = body.tensor("float32", (1,), data=np.ones(1), name="one")
+    b_out = body.tensor("float32", (1,), name="y")
+    body.op("ADD", [b_in, one], [b_out], {"fused_activation_function": "NONE"})
+    body.inputs, body.outputs = [b_in], [b_out]
+    main = _Subgraph()
+    x, y = main.tensor("float32", (1,), name="x"), main.tensor("float32", (1,), name="y")
+    main.op("WHILE", [x], [y], {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    main.inputs, main.outputs = [x], [y]
+    records = [[np.array([x], np.float32)] for x in (-3.5, -0.25, 0.0, 2.0, -1.0)]
+    ours = _run_against_tflm(_serialize([main, cond_sub, body]), tmp_path, records)
+    assert [float(rec[0][0]) for rec in ours] == [0.5, 0.75, 0.0, 2.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def converted_loops(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/while_tflite_build.py run by tensorflow's python: tf.while_loop exports, float and int8."""
+    return tf_build(tmp_path_factory, "while_tflite_build.py")
+
+
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_converter_loop_of_requested_length_matches_tflm(converted_loops, kind, tmp_path):
+    """The converter's WHILE for `for i < min(n, 12): h = tanh(h W + b)`: lengths 0 to 13 and extremes."""
+    model = (converted_loops / f"steps_{kind}.tflite").read_bytes()
+    path = tmp_path / "steps.tflite"
+    path.write_bytes(model)
+    graph = load_model(path)
+    assert "WHILE" in [n.op for n in graph.nodes]
+    rng = np.random.default_rng(5)
+    lengths = [*range(14), -(2**31), 2**31 - 1]
+    records = [[_random(graph.inputs[0], rng), np.array([n], np.int32)] for n in lengths]
+    ours = _run_against_tflm(model, tmp_path, records)
+    assert len({rec[0].tobytes() for rec in ours}) > 10  # every length up to 12 gives its own state
+
+
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_converter_loop_until_converged_matches_tflm(converted_loops, kind, tmp_path):
+    """The converter's WHILE for `while max|x| > 0.25: x = x / 2 + c`, with the iteration count as an output."""
+    model = (converted_loops / f"converge_{kind}.tflite").read_bytes()
+    path = tmp_path / "converge.tflite"
+    path.write_bytes(model)
+    graph = load_model(path)
+    records = [[_random(graph.inputs[0], np.random.default_rng(seed))] for seed in range(8)]
+    ours = _run_against_tflm(model, tmp_path, records)
+    assert len({int(rec[1][0]) for rec in ours}) > 1  # inputs of different sizes converge in different counts

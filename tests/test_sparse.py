@@ -30,6 +30,7 @@ from nn2c.verify.build import build, run
 from nn2c.verify.oracle import run_tflm
 from tests.c_safety import SANITIZE_FLAGS, extreme_records
 from tests.conftest import model_path, require_cc
+from tests.keras_zoo import tf_build
 from tests.oracle_check import assert_matches_tflm, assert_records_match
 
 AD01 = model_path("mlcommons_tiny/ad01_int8.tflite")
@@ -228,27 +229,11 @@ def test_bad_sparse_mode_is_refused(tmp_path):
     assert result.exit_code != 0 and "--sparse" in result.output and not (tmp_path / "o").exists()
 
 
-def _tf_build(tmp_path_factory: pytest.TempPathFactory, script: str) -> Path:
-    """Run tests/SCRIPT (a model builder) with tensorflow's python into a fresh folder."""
-    import subprocess
-
-    from tests.keras_zoo import tf_python
-
-    python = tf_python()
-    if not python.exists():
-        pytest.skip(f"SKIPPED LOUDLY: no tensorflow venv ({python} does not exist); make it with `make tf-venv`")
-    out = tmp_path_factory.mktemp(Path(script).stem)
-    done = subprocess.run([str(python), str(Path(__file__).with_name(script)), str(out)], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
-
-
 @pytest.fixture(scope="module")
 def sparse_tflite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/sparse_tflite_build.py run by tensorflow's python: the converter's sparse-format models
     and their dense twins."""
-    return _tf_build(tmp_path_factory, "sparse_tflite_build.py")
+    return tf_build(tmp_path_factory, "sparse_tflite_build.py")
 
 
 @pytest.mark.parametrize("kind", ["float", "int8"])
@@ -284,7 +269,7 @@ def test_tflite_sparse_format_is_densified_exactly(sparse_tflite, kind, tmp_path
 def tfmot_pruned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/tfmot_prune_build.py run by tensorflow's python: a Keras 2 network pruned by
     tfmot.sparsity.keras.prune_low_magnitude (90%), int8, dense and in TFLite's sparse format."""
-    return _tf_build(tmp_path_factory, "tfmot_prune_build.py")
+    return tf_build(tmp_path_factory, "tfmot_prune_build.py")
 
 
 def test_tfmot_pruned_model_runs_sparse_and_bit_exact(tfmot_pruned, tmp_path):

@@ -711,12 +711,15 @@ def _profile_text(result: Any, top: int) -> str:
     if result.predicted:
         per_core = ", ".join(f"{core} {n:,.0f}" for core, n in result.predicted.items())
         lines.append(f"  predicted instructions per inference (cost model, an estimate): {per_core}")
+        if any(s.op == "WHILE" for s in result.steps):
+            lines.append("  (a WHILE whose number of iterations is run-time data counts as one iteration)")
         core = result.target if result.target in result.predicted else next(iter(result.predicted))
         ranked = sorted(result.steps, key=lambda s: -s.predicted.get(core, 0.0))[:top or len(result.steps)]
         total = max(result.predicted[core], 1.0)
         lines.append(f"  top layers by predicted {core} instructions:")
         for s in ranked:
-            kernels = ", ".join(s.kernels) or ("by rows" if s.op == "ROW_GROUP" else "-")
+            kernels = ", ".join(s.kernels) or {"ROW_GROUP": "by rows",
+                                               "WHILE": "one iteration: the count is run-time data"}.get(s.op, "-")
             lines.append(f"    [{s.step:3d}] {s.op:22s} {s.predicted.get(core, 0.0):14,.0f} "
                          f"{100 * s.predicted.get(core, 0.0) / total:5.1f}%  MACs {s.macs:,}  {kernels}")
     else:

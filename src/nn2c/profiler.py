@@ -64,7 +64,8 @@ class StepProfile:
     output_pixels: int
     weight_bytes: int
     predicted: dict[str, float] = field(default_factory=dict)  # core -> instructions
-    # a row group's operators: {"op", "kernel", "features"} each, predicted one by one
+    # a row group's operators, or a run-time WHILE's (one iteration: condition and body):
+    # {"op", "kernel", "features"} each, predicted one by one
     members: list[dict[str, Any]] = field(default_factory=list)
     has_code: bool = True  # False: an aliased reshape, which runs nothing
 
@@ -259,6 +260,12 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
                            sum(int(m["features"]["macs"]) for m in members), _elements(step.outputs),
                            _elements(step.inputs), _pixels(step.outputs), sum(_weights(n) for n in nodes),
                            members=members)
+    if code.inner:  # a run-time WHILE: one run of its condition and body, as members
+        members = [{"op": c.node.op, "kernel": kernel_key([f for f, _ in c.calls]),
+                    "features": _feature_dict(c.node)} for c in code.inner if c.statements]
+        return StepProfile(index, step.op, step.name, [step.index], kernels,
+                           sum(int(m["features"]["macs"]) for m in members), _elements(step.outputs),
+                           _elements(step.inputs), _pixels(step.outputs), _weights(step), members=members)
     mac, out, inp, pix = node_features(step)
     has_code = bool(code.statements)
     return StepProfile(index, step.op, step.name, [step.index], kernels, mac, out, inp, pix, _weights(step),
@@ -311,6 +318,8 @@ def predict_step(costs: dict[str, Any], info: StepProfile) -> float:
         members = sum(max(_predict_kernel(costs, m["kernel"], m["op"], m["features"]), 0.0) for m in info.members)
         group = costs["row_group"]
         return group["factor"] * members + group["per_operator"] * len(info.members) + group["constant"]
+    if info.op == "WHILE":  # one iteration: the number of iterations is run-time data
+        return sum(max(_predict_kernel(costs, m["kernel"], m["op"], m["features"]), 0.0) for m in info.members)
     if not info.has_code:
         return 0.0  # an aliased reshape: no code
     return max(_predict_kernel(costs, kernel_key(info.kernels), info.op, info.features()), 0.0)

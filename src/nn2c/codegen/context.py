@@ -8,6 +8,8 @@ turn needs each lowering's scratch requests; the render stage binds them (codege
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ class NodeCode:
     scratch: list[int] = field(default_factory=list)  # bytes of each scratch buffer
     aliases: dict[int, Value] = field(default_factory=dict)  # id(output) -> input it shares memory with
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (function, args) of each call
+    inner: list[NodeCode] = field(default_factory=list)  # a run-time WHILE: its condition's and body's code
 
 
 class EmitContext:
@@ -67,6 +70,19 @@ class EmitContext:
         self._current = NodeCode(node)
         self.code.append(self._current)
         return self._current
+
+    @contextmanager
+    def nested(self) -> Iterator[list[NodeCode]]:
+        """Lower a WHILE's condition or body into this context: their flash arrays, parameter structs
+        and kernels join the model's; their code is yielded apart, not as steps of the model."""
+        current, start = self._current, len(self.code)
+        codes: list[NodeCode] = []
+        try:
+            yield codes
+        finally:
+            codes.extend(self.code[start:])
+            del self.code[start:]
+            self._current = current
 
     def value_id(self, value: Value) -> int:
         key = id(value)

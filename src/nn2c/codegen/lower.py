@@ -40,7 +40,7 @@ class LoweredModel:
         return sum(v.type.num_bytes for v in self.graph.variables())
 
 
-def _check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
+def check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
     missing = [n for n in graph.nodes if n.op not in lowerings]
     if missing:
         ops = sorted({n.op for n in missing})
@@ -55,7 +55,7 @@ def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = 
           sparse: str = "auto") -> LoweredModel:
     """Lower every node of `graph` for `target`; `name` prefixes every C identifier."""
     lowerings = load_all()
-    _check_supported(graph, lowerings)
+    check_supported(graph, lowerings)
     ctx = EmitContext(name, target, debug, sparse)
     for value in graph.inputs + graph.outputs:
         ctx.value_id(value)
@@ -63,7 +63,15 @@ def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = 
             raise UnsupportedOpError(
                 f"model input/output {value.name!r} is a constant; remove it from the model's signature"
             )
-    for node in graph.nodes:
+    lower_nodes(graph.nodes, ctx, lowerings)
+    state_ident = {id(value): f"{name}_state{k}" for k, value in enumerate(graph.variables())}
+    return LoweredModel(name, graph, ctx, state_ident)
+
+
+def lower_nodes(nodes: Sequence[Node], ctx: EmitContext, lowerings: dict[str, Lowering] | None = None) -> None:
+    """Lower each node into `ctx` (a model's nodes, or a WHILE's condition or body: codegen/ops/control.py)."""
+    lowerings = lowerings or load_all()
+    for node in nodes:
         ctx.begin(node)
         try:
             lowerings[node.op](node, ctx)
@@ -76,5 +84,3 @@ def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = 
             raise InvalidModelError(
                 f"{node.where()}: malformed operator ({detail}); the model does not follow the "
                 "TFLite schema for this operator, re-export it") from None
-    state_ident = {id(value): f"{name}_state{k}" for k, value in enumerate(graph.variables())}
-    return LoweredModel(name, graph, ctx, state_ident)

@@ -46,23 +46,28 @@ RELOCATION_COMMENT = "/* relocated: undoes the in-place drift */"
 
 def _bind(lowered: LoweredModel, steps: list[NodeCode], arena: ArenaPlan) -> list[list[str]]:
     """Each step's statements with the placeholders bound to arena addresses (or state arrays)."""
-    name = f"{lowered.name}_arena"
-    values = lowered.ctx.values
+    return bind_statements(lowered.ctx.values, steps, arena, f"{lowered.name}_arena", lowered.state_ident)
+
+
+def bind_statements(values: list[Value], steps: list[NodeCode], arena: ArenaPlan, base: str,
+                    state_ident: dict[int, str] | None = None) -> list[list[str]]:
+    """Each step's statements with the placeholders bound to addresses in the byte array `base` (the
+    model's arena, or a WHILE's scratch: the placeholders that binding writes are its own, bound next)."""
     bound = []
     for step, code in enumerate(steps):
 
         def address(match: re.Match[str], step: int = step) -> str:
             kind, index = match.group(1), int(match.group(2))
             if kind == "s":
-                return f"(void *)&{name}[{arena.scratch_offset(step, index)}]"
+                return f"(void *)&{base}[{arena.scratch_offset(step, index)}]"
             value = values[index]
-            if value.is_variable:
-                return lowered.state_ident[id(value)]
-            return f"({c_type(value.type.dtype)} *)&{name}[{arena.offset(value, step)}]"
+            if value.is_variable and state_ident is not None:
+                return state_ident[id(value)]
+            return f"({c_type(value.type.dtype)} *)&{base}[{arena.offset(value, step)}]"
 
         bound.append([_PLACEHOLDER.sub(address, s) for s in code.statements])
     for move in arena.moves:  # an in-place chain's tensor back where the next steps want it
-        bound[move.step].append(f"nn2c_move(&{name}[{move.target}], &{name}[{move.source}], {move.size}); "
+        bound[move.step].append(f"nn2c_move(&{base}[{move.target}], &{base}[{move.source}], {move.size}); "
                                 f"{RELOCATION_COMMENT}")
     return bound
 

@@ -400,6 +400,9 @@ def graph_to_tflite(graph: Graph, description: str | None = None) -> bytes:
     writer = _Writer(graph)
     inputs = [writer.tensor(v) for v in graph.inputs]
     for node in graph.nodes:
+        if node.op == "WHILE":  # its condition and body would be subgraphs of their own
+            raise _unsupported(node, "loops a number of times known only at run time, and nn2c writes "
+                               "single-subgraph .tflite files", "drop --write-tflite")
         writer.node(node)
     outputs = [writer.tensor(v) for v in graph.outputs]
     text = description if description is not None else f"nn2c export of {graph.name}"

@@ -335,8 +335,9 @@ class _Reader:
 
 
 _RESOURCE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
-# builtins that leave no node of their own: resolved into state values, or inlined, at import
-RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF", "WHILE", "DENSIFY"})
+# builtins that leave no node of their own: resolved into state values, or inlined, at import (WHILE
+# is unrolled when its iterations are known at compile time, else it is a WHILE node)
+RESOLVED_AT_IMPORT = frozenset({"VAR_HANDLE", "IF", "DENSIFY"})
 
 
 class _Variable:

@@ -1,4 +1,5 @@
-"""WHILE (TFLM while.cc), unrolled at import when its number of iterations is fixed at compile time.
+"""WHILE (TFLM while.cc): unrolled at import when its number of iterations is fixed at compile time,
+else a loop in the generated code.
 
 TFLM runs the condition subgraph on the loop values, then, while its first output element is true,
 the body subgraph, whose outputs become the next loop values; the WHILE's outputs are the last ones.
@@ -10,9 +11,13 @@ nn2c therefore unrolls: it evaluates the condition with the reference evaluator 
 folding the body's constant arithmetic (the counters) as it inlines each copy, and inlines the body
 once per iteration. The body's weights are one set of constants shared by every copy (flash holds
 them once); each copy's activations are planned like any other tensors, so the arena holds only
-what one iteration keeps live. A condition that reads run-time data, or more than MAX_ITERATIONS
-iterations (code grows with every copy), is refused with the reason. A DECODE (TFLM's weight
-compression) inside the loop is decoded once: every copy reads the same dense constant.
+what one iteration keeps live. A DECODE (TFLM's weight compression) inside the loop is decoded
+once: every copy reads the same dense constant.
+
+A condition that reads run-time data (a loop bounded by an input, or run until a value converges),
+or more than MAX_ITERATIONS iterations (code grows with every copy), makes a WHILE node instead:
+its condition and body become graphs of their own (`runtime_while`), compiled once each and run
+in a C loop that copies the loop values between iterations as TFLM does (codegen/ops/control.py).
 """
 
 from __future__ import annotations
@@ -191,15 +196,13 @@ def _fold(node: Node) -> bool:
     return True
 
 
-def _condition(cond: _Subgraph, loop: list[Value], iteration: int) -> bool:
+def _condition(cond: _Subgraph, loop: list[Value], iteration: int) -> bool | None:
+    """The condition's value at this iteration; None when it depends on run-time data."""
     flag = cond.run(None, loop, f"while_cond{iteration}")
     if not flag or flag[0].type.dtype != "bool" or flag[0].type.num_elements < 1:
         raise InvalidModelError(f"{cond.where}: its condition subgraph {cond.index} must return a bool tensor")
     if not flag[0].is_constant:
-        raise UnsupportedOpError(
-            f"{cond.where}: its condition (subgraph {cond.index}) depends on run-time data at iteration {iteration}; "
-            "nn2c unrolls a WHILE whose number of iterations is fixed at compile time. Bound the loop by a constant "
-            "(e.g. a Keras RNN over a fixed sequence length) or run the loop outside the model")
+        return None
     assert flag[0].data is not None
     return bool(flag[0].data.reshape(-1)[0])  # TFLM reads the first element
 
@@ -221,12 +224,11 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
                                      "nn2c needs static loop shapes")
     cond = _Subgraph(reader, int(attrs.get("cond_subgraph_index", -1)), "condition", len(loop), where)
     body = _Subgraph(reader, int(attrs.get("body_subgraph_index", -1)), "body", len(loop), where)
-    iteration = 0
-    while _condition(cond, loop, iteration):
-        if iteration == MAX_ITERATIONS:
-            raise UnsupportedOpError(f"{where}: runs more than {MAX_ITERATIONS} iterations; nn2c unrolls a WHILE "
-                                     "into one copy of its body per iteration, which would not fit a microcontroller's "
-                                     "flash. Shorten the loop or run it outside the model")
+    iteration, start = 0, len(graph.nodes)
+    while go := _condition(cond, loop, iteration):
+        if iteration == MAX_ITERATIONS:  # one copy of the body per iteration would not fit in flash
+            go = None
+            break
         following = body.run(graph, loop, f"while{op_index}_{iteration}")
         if len(following) != len(loop):
             raise InvalidModelError(f"{where}: its body subgraph {body.index} returns {len(following)} tensors for "
@@ -237,6 +239,11 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
                                          "nn2c needs static loop shapes")
         loop = following
         iteration += 1
+    if go is None:  # the number of iterations depends on run-time data: a loop in the generated code
+        for node in reversed(graph.nodes[start:]):  # the iterations unrolled until the condition stopped folding
+            graph.remove_node(node)
+        runtime_while(reader, graph, [v for v in inputs if v is not None], outputs, attrs, op_index)
+        return
     for sub in (cond, body):  # their DECODEs, counted once each, with the model's (the summary's figures)
         reader.decoded.add(sub.reader.decoded)
     for value, out in zip(loop, outputs, strict=True):
@@ -246,3 +253,60 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
         # TFLM copies the last loop values into the outputs: a shape-preserving RESHAPE is that copy
         # (no code when the planner lets the two share bytes)
         graph.add_node(Node("RESHAPE", [value], [out], {"version": 1}, out.name, op_index))
+
+
+def runtime_while(reader: _Reader, graph: Graph, loop: list[Value], outputs: list[Value], attrs: dict[str, Any],
+                  op_index: int) -> None:
+    """Append a WHILE node whose condition and body are graphs of their own (attributes `cond`,
+    `body`): the generated code loops at run time (codegen/ops/control.py), as TFLM's while.cc does."""
+    where = f"{reader.source}: op #{op_index} WHILE"
+    parts = {}
+    for role, key in (("condition", "cond_subgraph_index"), ("body", "body_subgraph_index")):
+        parts[role] = _loop_graph(reader, int(attrs.get(key, -1)), role, loop, where, op_index)
+    cond, body = parts["condition"], parts["body"]
+    flag = cond.outputs[0] if cond.outputs else None
+    if flag is None or flag.type.dtype != "bool" or flag.type.num_elements < 1:
+        raise InvalidModelError(f"{where}: its condition subgraph must return a bool tensor")
+    if len(body.outputs) != len(loop):
+        raise InvalidModelError(f"{where}: its body subgraph returns {len(body.outputs)} tensors for {len(loop)} "
+                                "loop values")
+    for j, (value, result, out) in enumerate(zip(loop, body.outputs, outputs, strict=True)):
+        for other, what in ((result, "body output"), (out, "output")):
+            # TFLM copies the loop values' bytes from tensor to tensor: same dtype and size
+            if other.type.dtype != value.type.dtype or other.type.num_bytes != value.type.num_bytes:
+                raise UnsupportedOpError(f"{where}: {what} {j} {other.name!r} is {other.type}, loop value {j} is "
+                                         f"{value.type}; nn2c needs static loop shapes")
+    attrs = {"version": attrs.get("version", 1), "cond": cond, "body": body}
+    graph.add_node(Node("WHILE", list(loop), list(outputs), attrs, outputs[0].name if outputs else "", op_index))
+
+
+def _loop_graph(reader: _Reader, index: int, role: str, loop: list[Value], where: str, op_index: int) -> Graph:
+    """The condition or body subgraph as a graph whose inputs are copies of the loop values."""
+    from nn2c.frontends.tflite_frontend import _Reader
+
+    if not 1 <= index < reader.model.SubgraphsLength():
+        raise InvalidModelError(f"{where}: its {role} subgraph {index} does not exist")
+    sub = _Reader(reader.data, reader.source, index)
+    names = [sub.operator_name(sub.subgraph.Operators(k), k) for k in range(sub.subgraph.OperatorsLength())]
+    for k, name in enumerate(names):
+        if name in _REFUSED:  # state read or written at every iteration: not modelled inside a loop
+            raise UnsupportedOpError(f"{where}: {role} subgraph {index} op #{k} {name} is not supported inside a "
+                                     "WHILE whose iterations depend on run-time data")
+    graph = sub.graph(f"while{op_index}_{role}")
+    if len(graph.inputs) != len(loop):
+        raise InvalidModelError(f"{where}: its {role} subgraph {index} takes {len(graph.inputs)} inputs, the WHILE "
+                                f"has {len(loop)} loop values")
+    if len({id(v) for v in graph.inputs}) != len(graph.inputs):
+        raise UnsupportedOpError(f"{where}: {role} subgraph {index} lists one tensor twice as an input, which nn2c "
+                                 "does not support")
+    for j, (value, given) in enumerate(zip(loop, graph.inputs, strict=True)):
+        if given.type.dtype != value.type.dtype or given.type.num_bytes != value.type.num_bytes:
+            raise UnsupportedOpError(f"{where}: {role} subgraph {index} input {j} {given.name!r} is {given.type}, "
+                                     f"loop value {j} is {value.type}; nn2c needs static loop shapes")
+    if any(v.is_variable for v in graph.values()):
+        raise UnsupportedOpError(f"{where}: {role} subgraph {index} keeps state (a variable tensor), which nn2c does "
+                                 "not support inside a WHILE whose iterations depend on run-time data")
+    reader.decoded.add(sub.decoded)
+    for value in graph.values():  # subgraph tensor names often repeat the model's
+        value.name = f"while{op_index}_{role}/{value.name}"
+    return graph

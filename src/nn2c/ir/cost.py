@@ -9,6 +9,8 @@ from nn2c.ir.graph import Node
 
 def macs(node: Node) -> int:
     """Multiply-accumulate count of one inference of this node (0 for data movement)."""
+    if node.op == "WHILE":  # one iteration (its condition and body): the count is run-time data
+        return sum(macs(n) for key in ("cond", "body") for n in node.attrs[key].nodes)
     out = node.outputs[0].type.shape if node.outputs else ()
     w = node.input(1)
     if node.op == "CONV_2D" and w is not None:
@@ -40,4 +42,7 @@ def macs(node: Node) -> int:
 
 
 def weight_bytes(node: Node) -> int:
-    return sum(v.type.num_bytes for v in node.inputs if v is not None and v.is_constant)
+    own = sum(v.type.num_bytes for v in node.inputs if v is not None and v.is_constant)
+    if node.op == "WHILE":  # and its condition's and body's constants
+        return own + sum(weight_bytes(n) for key in ("cond", "body") for n in node.attrs[key].nodes)
+    return own

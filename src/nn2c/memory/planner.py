@@ -45,7 +45,10 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
         check_plan(requests, grouped, kept)
         if grouped.arena_bytes <= best.arena_bytes:
             best, honoured = grouped, _used(grouped, kept, requests)
-    if best.arena_bytes <= align_up(lower_bound, 16):  # already optimal
+    # buffers sit at 16-byte offsets: the bound on rounded sizes proves the greedy plan optimal on small
+    # tensors (a WHILE's condition), where the solver would only confirm it at length
+    aligned = align_up(live_bytes_lower_bound(requests, pairs, aligned=True), 16)
+    if best.arena_bytes <= max(align_up(lower_bound, 16), aligned):
         return MemoryPlan(best.offsets, best.arena_bytes, lower_bound, best.planner + " (optimal)"), honoured
     exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
                        ties=ties)
@@ -99,3 +102,4 @@ def _used(plan: MemoryPlan, pairs: list[InPlacePair], requests: list[BufferReque
     return [p for p in pairs
             if plan.offsets[p.output] < plan.offsets[p.input] + size[p.input]
             and plan.offsets[p.input] < plan.offsets[p.output] + size[p.output]]
+

@@ -32,20 +32,26 @@ def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def live_bytes_lower_bound(requests: list[BufferRequest], pairs: list | None = None) -> int:
+def live_bytes_lower_bound(requests: list[BufferRequest], pairs: list | None = None, aligned: bool = False) -> int:
     """Max over steps of the bytes live at that step: no planner of these requests can go below it.
 
     An in-place pair at its step counts max(distance + input, output) bytes instead of both.
+    `aligned`: every size (and distance) rounded up to the alignment, as a buffer at an aligned offset
+    keeps the next one at least that far (a tighter bound on small tensors; not the reported one).
     """
     if not requests:
         return 0
-    size = {r.name: r.size for r in requests}
+
+    def rounded(n: int) -> int:
+        return align_up(n, 16) if aligned else n
+
+    size = {r.name: rounded(r.size) for r in requests}
     saving_at: dict[int, int] = {}
     for p in pairs or []:
-        shared = size[p.input] + size[p.output] - max(p.distance + size[p.input], size[p.output])
+        shared = size[p.input] + size[p.output] - max(rounded(p.distance) + size[p.input], size[p.output])
         saving_at[p.step] = saving_at.get(p.step, 0) + max(shared, 0)
     steps = range(min(r.first for r in requests), max(r.last for r in requests) + 1)
-    return max(sum(r.size for r in requests if r.first <= s <= r.last) - saving_at.get(s, 0) for s in steps)
+    return max(sum(size[r.name] for r in requests if r.first <= s <= r.last) - saving_at.get(s, 0) for s in steps)
 
 
 def check_plan(requests: list[BufferRequest], plan: MemoryPlan, pairs: list | None = None) -> None:

@@ -78,6 +78,11 @@ def optimize(graph: Graph, level: int = 2, check: bool = False, max_iterations: 
         report.iterations = iteration + 1
         if not changed:
             break
+    for node in graph.nodes:  # a run-time WHILE's condition and body: graphs of their own, optimised alike
+        for sub in (node.attrs[key] for key in ("cond", "body") if isinstance(node.attrs.get(key), Graph)):
+            inner = optimize(sub, level, check, max_iterations)
+            for name, result in inner.per_pass.items():
+                report.per_pass[name] += result
     report.ops_after = len(graph.nodes)
     return report
 

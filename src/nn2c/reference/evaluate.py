@@ -379,11 +379,13 @@ def _shape(node: Node, arrays: Arrays) -> list[np.ndarray]:
     return [np.asarray(x.type.shape, dtype=numpy_dtype(out.type.dtype)).reshape(out.type.shape)]
 
 
-SUPPORTED_OPS = frozenset(MOVEMENT_OPS | set(_UNARY) | {
+# the operators constant folding may evaluate; WHILE has an evaluator (whole-graph runs) but is
+# never folded, since a loop on constants need not end
+SUPPORTED_OPS = (frozenset(MOVEMENT_OPS | set(_UNARY) | {
     "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "CONV_2D",
     "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "SUM",
     "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "CAST", "SHAPE",
-}) | frozenset(load_families())
+}) | frozenset(load_families())) - {"WHILE"}
 
 
 def evaluate_node(node: Node, arrays: Arrays) -> list[np.ndarray]:

@@ -16,15 +16,22 @@ cannot move a read across a write; the lowerings ignore them.
 IF is inlined by the frontend: both branch subgraphs become ordinary nodes, and each IF output is
 - IF_MERGE: (cond, then_value, else_value) -> the bytes of then_value if cond's first element is
   true, else of else_value (TFLM's if.cc copies the chosen subgraph's outputs the same way).
+
+WHILE is unrolled by the frontend when its number of iterations is known at compile time; otherwise
+- WHILE: (loop values) -> (loop values after the last iteration); attributes `cond` and `body` are
+  Graphs whose inputs take the loop values. As TFLM's while.cc: the loop values start as the
+  inputs; while the first element of `cond`'s bool output is true, `body` runs on them and its
+  outputs' bytes become the next loop values.
 """
 
 from __future__ import annotations
 
-from nn2c.ir.ops.info import OpInfo
+from nn2c.ir.ops.info import ALL, OpInfo
 
 FACTS: dict[str, OpInfo] = {
     "READ_VARIABLE": OpInfo("other", data_inputs=()),
     "ASSIGN_VARIABLE": OpInfo("other", data_inputs=(1,)),
     "CALL_ONCE": OpInfo("other", data_inputs=()),
     "IF_MERGE": OpInfo("other", data_inputs=(1, 2)),
+    "WHILE": OpInfo("other", data_inputs=ALL),
 }
