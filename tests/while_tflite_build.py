@@ -8,6 +8,8 @@ tensorflow's python).
 - converge_{float,int8}.tflite: x <- 0.5 x + c while max |x| > 0.25 (at most 40 times), returning x
   and the iteration count (an iterative refinement that stops when it has converged).
 int8: full-integer conversion with a representative dataset; the counters stay int32.
+tests/assets/while_runtime/ keeps one build of these four (and two loops of tests/test_op_while.py)
+as seeds of the fuzz campaign (bench/fuzz.py).
 """
 
 from __future__ import annotations
