@@ -171,8 +171,10 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
                else f"{options.planner} planner")
     step(f"planning memory ({planner})")
     scratch = [code.scratch for code in step_codes]
+    # the schedule stage planned the steps it chose; without the NPU's driver steps, that is this plan
+    planned = order.fusion.planned if order.fusion is not None and "npu" not in graph.metadata else None
     arena = plan_arena(graph, lowered.aliases, scratch, options.planner, options.inplace,
-                       options.plan_time_limit, options.debug, steps=order.steps)
+                       options.plan_time_limit, options.debug, steps=order.steps, planned=planned)
     return lowered, order, step_codes, arena
 
 

@@ -67,19 +67,30 @@ class ArenaPlan:
 
 def plan_arena(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], planner: str = "exact",
                inplace: bool = True, time_limit: float = 10.0, debug: bool = False,
-               steps: Sequence[Step] | None = None, relocate: bool = True) -> ArenaPlan:
+               steps: Sequence[Step] | None = None, relocate: bool = True, planned: Planned | None = None
+               ) -> ArenaPlan:
     """Offsets for the buffers of `graph` run as `steps` (default: graph.nodes in order); scratch[step]
     lists the bytes of each scratch buffer that step asks for; `relocate`: chains of in-place
-    operators may move a tensor back after its step (memory/lifetimes.py)."""
+    operators may move a tensor back after its step (memory/lifetimes.py). `planned`: plan_buffers'
+    result for these very steps with the exact planner and relocation (the schedule stage's, made
+    while it chose them), used when it is what this call would compute."""
+    relocating = relocate and inplace and planner == "exact"
+    proven = planned is not None and (planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)"))
+    if planned is not None and proven and not debug and relocating:
+        buffers, plan, honoured = planned  # proven optimal there (not cut by a limit): the same plan again
+        return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)
     if not debug:
         buffers, plan, honoured = plan_buffers(graph, aliases, scratch, steps, inplace, planner, time_limit,
-                                               relocate and inplace and planner == "exact")
+                                               relocating)
         return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)
     buffers = analyse(graph, aliases, scratch, inplace=False, steps=steps)
     requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]
     plan, honoured = plan_memory(requests, buffers.inplace, planner, time_limit)
     guards = [(DEBUG_GUARD + plan.offsets[r.name] + r.size, r.first, r.last) for r in buffers.requests]
     return ArenaPlan(plan, buffers, requests, honoured, DEBUG_GUARD, guards)
+
+
+Planned = tuple[Buffers, MemoryPlan, list[InPlacePair]]  # what plan_buffers returns
 
 
 def plan_buffers(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], steps: Sequence[Step] | None,

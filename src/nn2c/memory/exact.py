@@ -86,7 +86,11 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     upper_k = [big_m // r.alignment + 1 for r in live]
     # the arena never needs more than big_m; an upper bound from another planner prunes the search
     arena_cap = big_m if upper_bound is None else upper_bound
-    bounds = Bounds(np.zeros(num_vars), np.array(upper_k + [1] * m + [arena_cap] + [1] * t, dtype=float))
+    # and no plan goes below the live-bytes bound: with it, the solver stops at the first plan that reaches
+    # it (the usual case) instead of proving the bound itself
+    floor = np.zeros(num_vars)
+    floor[a_col] = min(lower_bound, arena_cap)
+    bounds = Bounds(floor, np.array(upper_k + [1] * m + [arena_cap] + [1] * t, dtype=float))
     result = milp(cost, integrality=integrality, bounds=bounds,
                   constraints=LinearConstraint(matrix.tocsr(), lower, upper),
                   options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})

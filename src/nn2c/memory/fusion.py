@@ -24,7 +24,7 @@ from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, member_of, stream_op
 from nn2c.ir import Graph, Node, Value
 from nn2c.ir.cost import macs
-from nn2c.memory.arena import plan_buffers
+from nn2c.memory.arena import Planned, plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
 from nn2c.memory.rows import Member, inplace_distance, simulate
@@ -69,6 +69,9 @@ class Choice:
     curve: list[tuple[int, float]]  # (arena, added cost) of the groupings planned, the trade-off curve
     policy: str
     considered: list[tuple[int, float]] = field(default_factory=list)  # (lower bound, cost) of every candidate
+    # the exact planner's result for `steps` while choosing (buffers, plan, honoured pairs): the plan
+    # stage reuses it instead of solving the same program again
+    planned: Planned | None = None
 
     @property
     def groups(self) -> list[RowGroup]:
@@ -87,13 +90,16 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     nodes = list(graph.nodes)
     base_cost = float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
     layer_steps: list[Node | RowGroup] = list(nodes)
-    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit)
+    memo: dict[int, Planned] = {}
+    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
     layer_cost = layer_moved * MOVE_COST
     if policy == "layer" or not nodes:
-        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
+                      planned=memo.get(id(layer_steps)))
     groups = _group_options(graph, codes, ctx, aliases, inplace)
     if not groups:  # nothing streams: layer by layer is the only schedule
-        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
+                      planned=memo.get(id(layer_steps)))
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
     for sharing in (True, False):
         options = _single_options(graph, codes, aliases, inplace and sharing) + groups
@@ -116,15 +122,16 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
                     bound = _bound(graph, codes, aliases, steps, inplace)
                     estimated[key] = (bound, sum(o.cost for o in picked), steps)
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
-                                    base_cost, (layer_ram, layer_cost, layer_steps), time_limit)
+                                    base_cost, (layer_ram, layer_cost, layer_steps), time_limit, memo)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
     chosen_by = policy if ram_budget is None else "ram-budget"  # a budget overrides the policy
-    return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered)
+    return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered, memo.get(id(steps)))
 
 
 def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool,
           candidates: list[tuple[int, float, list]], policy: str, ram_budget: int | None, base_cost: float,
-          layer: tuple[int, float, list], time_limit: float) -> tuple[int, float, list, list[tuple[int, float]]]:
+          layer: tuple[int, float, list], time_limit: float, memo: dict[int, Planned]
+          ) -> tuple[int, float, list, list[tuple[int, float]]]:
     """Plan candidates in order of their lower bound and stop when no later one can be better: the
     bound (live bytes per step) never exceeds what a planner reaches."""
     allowed = [c for c in candidates if policy == "min-ram" or ram_budget is not None
@@ -138,7 +145,7 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
                 break
         elif bound >= best[0]:
             break
-        ram, moved = _measure(graph, codes, aliases, steps, inplace, time_limit)
+        ram, moved = _measure(graph, codes, aliases, steps, inplace, time_limit, memo)
         cost += moved * MOVE_COST  # the relocations the plan chose (memory/lifetimes.py)
         if policy == "auto" and ram_budget is None and cost > AUTO_OVERHEAD * base_cost:
             continue
@@ -170,11 +177,12 @@ def _bound(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps
 
 
 def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
-             inplace: bool, time_limit: float) -> tuple[int, int]:
+             inplace: bool, time_limit: float, memo: dict[int, Planned]) -> tuple[int, int]:
     """Arena bytes of these steps as the exact planner places them, and the bytes its relocations
-    move per inference."""
-    buffers, plan, _ = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, "exact", time_limit,
-                                    inplace)
+    move per inference; the plan goes into `memo` under id(steps)."""
+    buffers, plan, honoured = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, "exact",
+                                           time_limit, inplace)
+    memo[id(steps)] = (buffers, plan, honoured)
     moved = sum(r.size for r in buffers.relocations if plan.offsets[r.before] != plan.offsets[r.buffer])
     return plan.arena_bytes, moved
 

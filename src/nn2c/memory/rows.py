@@ -72,22 +72,6 @@ def consumers(members: list[Member]) -> list[list[tuple[int, RowMap]]]:
     return found
 
 
-def needs(members: list[Member], readers: list[list[tuple[int, RowMap]]], r: int, block: int = 1) -> list[int]:
-    """Rows of each member's output that must exist by the end of iteration r (the sink makes
-    `block` rows per iteration)."""
-    need = [0] * len(members)
-    need[-1] = min(members[-1].out_rows, (r + 1) * block)
-    for j in range(len(members) - 2, -1, -1):
-        need[j] = max((m.hi(need[c] - 1) if need[c] > 0 else 0) for c, m in readers[j])
-    return need
-
-
-def lowest_needed(members: list[Member], readers: list[tuple[int, RowMap]], done: list[int]) -> int | None:
-    """The lowest row of a window that an unfinished consumer will still read."""
-    rows = [m.lo(done[c]) for c, m in readers if done[c] < members[c].out_rows]
-    return min(rows) if rows else None
-
-
 def iterations(members: list[Member], block: int) -> int:
     return -(-members[-1].out_rows // block)
 
@@ -111,36 +95,54 @@ def simulate(members: list[Member], slack: int = 0, block: int = 1, occupancy: l
 
 def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None,
          block: int) -> Simulation:
-    """Each iteration, each member makes all the rows it owes in one call (rows [done, need))."""
+    """Each iteration, each member makes all the rows it owes in one call (rows [done, need)).
+
+    `needs` and `lowest_needed` inlined on plain integers: the fusion stage runs this loop for every
+    option it weighs (thousands on an MCUNet-size model), so it is written for speed."""
     n = len(members)
     done, first, occupancy = [0] * n, [0] * n, [0] * n
     moved = calls = 0
     reads: list[tuple[int, int, int, bool]] = []
     sink_calls: list[tuple[int, int]] = []
     member_calls = [0] * n
+    out_rows = [m.out_rows for m in members]
+    # per member: (consumer, stride, pad, span, in_rows) of each reader; (source, the same) of each read
+    reader_maps = [[(c, m.stride, m.pad, m.span, m.in_rows) for c, m in readers[j]] for j in range(n)]
+    read_maps = [[(source, m.stride, m.pad, m.span, m.in_rows) for source, m in member.reads] for member in members]
+    sink_rows, last = out_rows[-1], n - 1
+    need = [0] * n
     for r in range(iterations(members, block)):
-        need = needs(members, readers, r, block)
-        for j, member in enumerate(members):
-            if done[j] >= need[j]:
-                continue
+        need[last] = min(sink_rows, (r + 1) * block)
+        for j in range(n - 2, -1, -1):
+            most = 0
+            for c, stride, pad, span, in_rows in reader_maps[j]:
+                q = need[c]
+                if q > 0:
+                    most = max(most, min(in_rows, (q - 1) * stride - pad + span))
+            need[j] = most
+        for j in range(n):
             q0, q1 = done[j], need[j]
-            if j < n - 1:
-                low = lowest_needed(members, readers[j], done)
-                assert low is not None, "a row nobody reads"
-                low = min(low, q0)  # rows a strided consumer skips may still be computed
+            if q0 >= q1:
+                continue
+            if j < last:
+                lows = [max(0, done[c] * stride - pad) for c, stride, pad, _, _ in reader_maps[j]
+                        if done[c] < out_rows[c]]
+                assert lows, "a row nobody reads"
+                low = min(min(lows), q0)  # rows a strided consumer skips may still be computed
                 occupancy[j] = max(occupancy[j], q1 - low)
                 if capacity is not None and q1 - first[j] > capacity[j]:
                     assert q1 - low <= capacity[j], "window too small to advance"
-                    moved += (q0 - low) * member.row_bytes
+                    moved += (q0 - low) * members[j].row_bytes
                     first[j] = low
-            for source, row_map in member.reads:
-                lo, hi = row_map.lo(q0), row_map.hi(q1 - 1)
+            for source, stride, pad, span, in_rows in read_maps[j]:
+                lo = max(0, q0 * stride - pad)
                 if source >= 0:
+                    hi = min(in_rows, (q1 - 1) * stride - pad + span)
                     assert hi <= done[source], f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
                     assert capacity is None or lo >= first[source], f"member {j} row {q0} reads a dropped row"
                 else:
-                    reads.append((calls, -1 - source, lo, j == n - 1 and member.elementwise))
-            if j == n - 1:
+                    reads.append((calls, -1 - source, lo, j == last and members[j].elementwise))
+            if j == last:
                 sink_calls.append((calls, q1))
             calls += 1
             member_calls[j] += 1

@@ -227,7 +227,10 @@ def _constant_channels(graph: Graph) -> dict[int, dict[int, int]]:
             inputs = known.get(id(x), {})
             padded = _reads_padding(node)
             found = {}
-            for o in range(rows.shape[0]):
+            # with no constant input channel, only a filter of zeros gives a constant (its bias)
+            outputs = (range(rows.shape[0]) if inputs else
+                       [int(o) for o in np.flatnonzero(~rows.reshape(rows.shape[0], -1).any(axis=1))])
+            for o in outputs:
                 acc = int(np.asarray(bias.data).reshape(-1)[o]) if bias is not None else 0
                 used = np.flatnonzero(rows[o].any(axis=0))
                 if node.op == "DEPTHWISE_CONV_2D":
@@ -284,6 +287,30 @@ class _Closure:
             rows = _channel_rows(node)
             self.zero_columns[id(node)] = np.asarray(~rows.any(axis=(0, 1)))
         return bool(self.zero_columns[id(node)][channel])
+
+    def candidates(self, value: Value) -> list[int]:
+        """The channels of `value` whose closure may exist: a cheap superset of those `close` accepts
+        (every reader that is not a depthwise or pass-through needs the channel constant or unread),
+        so that the closure runs only where it can succeed."""
+        if id(value) in self.outputs or value.producer is None or not _is_activation(value):
+            return []
+        known = self.known.get(id(value), {})
+        channels = value.type.shape[-1]
+        mask = np.ones(channels, dtype=bool)
+        for user in value.users:
+            positions = [i for i, v in enumerate(user.inputs) if v is value]
+            if self.understood.get(id(user), False) and positions == [0]:
+                if user.op != "DEPTHWISE_CONV_2D":
+                    self._zero_column(user, 0)  # fills zero_columns[id(user)]: per input channel, unread
+                    unread = self.zero_columns[id(user)]
+                    if unread.shape != mask.shape:
+                        return []
+                    constant = np.zeros(channels, dtype=bool)
+                    constant[[c for c in known if 0 <= c < channels]] = True
+                    mask &= unread | constant
+            elif not _pass_through(user) or (positions != [0] and (user.op != "CONCATENATION" or len(positions) != 1)):
+                return []
+        return [int(c) for c in np.flatnonzero(mask)]
 
     def close(self, start: Value, channel: int) -> dict[int, tuple[Value, set[int]]] | None:
         found: dict[int, tuple[Value, set[int]]] = {}
@@ -414,7 +441,7 @@ def prune_constant_channels(graph: Graph) -> PassResult:
         if not closure.understood[id(node)]:
             continue
         out = node.outputs[0]
-        for c in range(out.type.shape[-1]):
+        for c in closure.candidates(out):
             if c in removed.get(id(out), (out, set()))[1]:
                 continue
             found = closure.close(out, c)
