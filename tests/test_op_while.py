@@ -17,6 +17,7 @@ import pytest
 
 from nn2c.api import compile_model, load_model
 from nn2c.frontends import tflite_while
+from nn2c.ir import Graph
 from nn2c.verify.build import build, run
 from nn2c.verify.compare import verify_model
 from tests.c_safety import extreme_records
@@ -141,6 +142,13 @@ def test_sanitizers(tmp_path):
     assert_records_match(ours, tflm_with_reset(path.read_bytes(), records, 2, reset_at=-1))
 
 
+def _graph_of(model: bytes, tmp_path: Path) -> Graph:
+    """The model as nn2c imports it."""
+    path = tmp_path / "imported.tflite"
+    path.write_bytes(model)
+    return load_model(path)
+
+
 def _run_against_tflm(model: bytes, tmp_path: Path, records: list[list[np.ndarray]], sanitize: bool = False
                       ) -> list[list[np.ndarray]]:
     """Compile, build (optionally with ASan/UBSan), run the records in sequence; assert TFLM's outputs."""
@@ -159,9 +167,7 @@ def _run_against_tflm(model: bytes, tmp_path: Path, records: list[list[np.ndarra
 def test_runtime_trip_count_matches_tflm(tmp_path, dtype):
     """The loop runs min(n, STEPS) times for a model input n: one WHILE node, compiled once, looping in C."""
     model = _rnn_model(dtype, length_input=True)
-    path = tmp_path / "rt.tflite"
-    path.write_bytes(model)
-    graph = load_model(path)
+    graph = _graph_of(model, tmp_path)
     assert [n.op for n in graph.nodes] == ["WHILE"]
     body = graph.nodes[0].attrs["body"]
     assert [n.op for n in body.nodes].count("FULLY_CONNECTED") == 2  # one copy of the body, not STEPS
@@ -223,9 +229,7 @@ def _converging_model(dtype: str) -> bytes:
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
 def test_loop_until_converged_matches_tflm(tmp_path, dtype):
     model = _converging_model(dtype)
-    path = tmp_path / "conv.tflite"
-    path.write_bytes(model)
-    graph = load_model(path)
+    graph = _graph_of(model, tmp_path)
     records = [[_random(graph.inputs[0], np.random.default_rng(seed))] for seed in range(6)]
     ours = _run_against_tflm(model, tmp_path, records)
     counts = {int(rec[1][0]) for rec in ours}
@@ -235,9 +239,7 @@ def test_loop_until_converged_matches_tflm(tmp_path, dtype):
 def test_runtime_loop_sanitizers(tmp_path):
     """ASan/UBSan on extreme inputs: lengths INT32_MIN / INT32_MAX, every other input at its extreme."""
     model = _rnn_model("int8", length_input=True)
-    path = tmp_path / "rt.tflite"
-    path.write_bytes(model)
-    _run_against_tflm(model, tmp_path, extreme_records(load_model(path)), sanitize=True)
+    _run_against_tflm(model, tmp_path, extreme_records(_graph_of(model, tmp_path)), sanitize=True)
 
 
 def test_too_many_iterations_become_a_loop(tmp_path, monkeypatch):
@@ -336,9 +338,7 @@ def converted_loops(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_converter_loop_of_requested_length_matches_tflm(converted_loops, kind, tmp_path):
     """The converter's WHILE for `for i < min(n, 12): h = tanh(h W + b)`: lengths 0 to 13 and extremes."""
     model = (converted_loops / f"steps_{kind}.tflite").read_bytes()
-    path = tmp_path / "steps.tflite"
-    path.write_bytes(model)
-    graph = load_model(path)
+    graph = _graph_of(model, tmp_path)
     assert "WHILE" in [n.op for n in graph.nodes]
     rng = np.random.default_rng(5)
     lengths = [*range(14), -(2**31), 2**31 - 1]
@@ -351,9 +351,7 @@ def test_converter_loop_of_requested_length_matches_tflm(converted_loops, kind, 
 def test_converter_loop_until_converged_matches_tflm(converted_loops, kind, tmp_path):
     """The converter's WHILE for `while max|x| > 0.25: x = x / 2 + c`, with the iteration count as an output."""
     model = (converted_loops / f"converge_{kind}.tflite").read_bytes()
-    path = tmp_path / "converge.tflite"
-    path.write_bytes(model)
-    graph = load_model(path)
+    graph = _graph_of(model, tmp_path)
     records = [[_random(graph.inputs[0], np.random.default_rng(seed))] for seed in range(8)]
     ours = _run_against_tflm(model, tmp_path, records)
     assert len({int(rec[1][0]) for rec in ours}) > 1  # inputs of different sizes converge in different counts
