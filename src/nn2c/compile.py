@@ -188,7 +188,8 @@ def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,
     if options.ram_budget is not None:
         budget = options.ram_budget - lowered.state_bytes
     inplace = options.inplace and not options.debug
-    choice = choose_steps(graph, codes, lowered.ctx, lowered.aliases, options.schedule, budget, inplace)
+    choice = choose_steps(graph, codes, lowered.ctx, lowered.aliases, options.schedule, budget, inplace,
+                          planner=options.planner)
     by_node = {id(c.node): c for c in codes}
     step_codes = [group_code(s, lowered.ctx) if isinstance(s, RowGroup) else by_node[id(s)] for s in choice.steps]
     return replace(order, steps=tuple(choice.steps), fusion=choice), step_codes

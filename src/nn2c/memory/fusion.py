@@ -80,18 +80,20 @@ class Choice:
 
 def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
                  policy: str = "auto", ram_budget: int | None = None, inplace: bool = True,
-                 time_limit: float = 2.0) -> Choice:
+                 time_limit: float = 2.0, planner: str = "exact") -> Choice:
     """Steps for graph.nodes (already in execution order) under `policy`.
 
     The dynamic programme works on per-step estimates; in-place pairs that are each possible may
     not all be possible together, so every grouping on the trade-off curve (estimated with and
     without in-place sharing of single operators) is planned with the fast planner, and the
-    policy picks among the measured figures."""
+    policy picks among the measured figures. Layer by layer, the steps are measured with `planner`
+    (the compile's): nothing is compared, and the greedy planner takes milliseconds."""
     nodes = list(graph.nodes)
     base_cost = float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
     layer_steps: list[Node | RowGroup] = list(nodes)
     memo: dict[int, Planned] = {}
-    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
+    layer_planner = planner if policy == "layer" else "exact"
+    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo, layer_planner)
     layer_cost = layer_moved * MOVE_COST
     if policy == "layer" or not nodes:
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
@@ -177,11 +179,11 @@ def _bound(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps
 
 
 def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
-             inplace: bool, time_limit: float, memo: dict[int, Planned]) -> tuple[int, int]:
-    """Arena bytes of these steps as the exact planner places them, and the bytes its relocations
-    move per inference; the plan goes into `memo` under id(steps)."""
-    buffers, plan, honoured = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, "exact",
-                                           time_limit, inplace)
+             inplace: bool, time_limit: float, memo: dict[int, Planned], planner: str = "exact") -> tuple[int, int]:
+    """Arena bytes of these steps as `planner` places them, and the bytes its relocations move per
+    inference; the plan goes into `memo` under id(steps)."""
+    buffers, plan, honoured = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, planner,
+                                           time_limit, inplace and planner == "exact")
     memo[id(steps)] = (buffers, plan, honoured)
     moved = sum(r.size for r in buffers.relocations if plan.offsets[r.before] != plan.offsets[r.buffer])
     return plan.arena_bytes, moved
