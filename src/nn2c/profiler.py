@@ -254,15 +254,13 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
     kernels = list(dict.fromkeys(function for function, _ in code.calls))
     if hasattr(step, "ops"):  # a row group: its members one by one, its own inputs and output
         nodes = list(step.nodes)
-        members = [{"op": n.op, "kernel": kernel_key([f for f, _ in member_codes[id(n)].calls]),
-                    "features": _feature_dict(n)} for n in nodes]
+        members = [_member(member_codes[id(n)]) for n in nodes]
         return StepProfile(index, "ROW_GROUP", step.name, [n.index for n in nodes], kernels,
                            sum(int(m["features"]["macs"]) for m in members), _elements(step.outputs),
                            _elements(step.inputs), _pixels(step.outputs), sum(_weights(n) for n in nodes),
                            members=members)
     if code.inner:  # a run-time WHILE: one run of its condition and body, as members
-        members = [{"op": c.node.op, "kernel": kernel_key([f for f, _ in c.calls]),
-                    "features": _feature_dict(c.node)} for c in code.inner if c.statements]
+        members = [_member(c) for c in code.inner if c.statements]
         return StepProfile(index, step.op, step.name, [step.index], kernels,
                            sum(int(m["features"]["macs"]) for m in members), _elements(step.outputs),
                            _elements(step.inputs), _pixels(step.outputs), _weights(step), members=members)
@@ -270,6 +268,11 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
     has_code = bool(code.statements)
     return StepProfile(index, step.op, step.name, [step.index], kernels, mac, out, inp, pix, _weights(step),
                        has_code=has_code)
+
+
+def _member(code: NodeCode) -> dict[str, Any]:
+    """One operator of a row group or of a run-time WHILE's iteration, as predict_step reads it."""
+    return {"op": code.node.op, "kernel": kernel_key([f for f, _ in code.calls]), "features": _feature_dict(code.node)}
 
 
 def _weights(node: Node) -> int:
@@ -314,12 +317,12 @@ def kernel_key(kernels: list[str]) -> str:
 
 def predict_step(costs: dict[str, Any], info: StepProfile) -> float:
     """Predicted instructions of one step on one core (`costs`: cost_model()[core])."""
+    members = sum(max(_predict_kernel(costs, m["kernel"], m["op"], m["features"]), 0.0) for m in info.members)
     if info.op == "ROW_GROUP":
-        members = sum(max(_predict_kernel(costs, m["kernel"], m["op"], m["features"]), 0.0) for m in info.members)
         group = costs["row_group"]
         return group["factor"] * members + group["per_operator"] * len(info.members) + group["constant"]
     if info.op == "WHILE":  # one iteration: the number of iterations is run-time data
-        return sum(max(_predict_kernel(costs, m["kernel"], m["op"], m["features"]), 0.0) for m in info.members)
+        return members
     if not info.has_code:
         return 0.0  # an aliased reshape: no code
     return max(_predict_kernel(costs, kernel_key(info.kernels), info.op, info.features()), 0.0)

@@ -242,7 +242,7 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
     if go is None:  # the number of iterations depends on run-time data: a loop in the generated code
         for node in reversed(graph.nodes[start:]):  # the iterations unrolled until the condition stopped folding
             graph.remove_node(node)
-        runtime_while(reader, graph, [v for v in inputs if v is not None], outputs, attrs, op_index)
+        runtime_while(reader, graph, cond, body, [v for v in inputs if v is not None], outputs, attrs, op_index)
         return
     for sub in (cond, body):  # their DECODEs, counted once each, with the model's (the summary's figures)
         reader.decoded.add(sub.reader.decoded)
@@ -255,15 +255,13 @@ def unroll_while(reader: _Reader, graph: Graph, inputs: list[Value | None], outp
         graph.add_node(Node("RESHAPE", [value], [out], {"version": 1}, out.name, op_index))
 
 
-def runtime_while(reader: _Reader, graph: Graph, loop: list[Value], outputs: list[Value], attrs: dict[str, Any],
-                  op_index: int) -> None:
-    """Append a WHILE node whose condition and body are graphs of their own (attributes `cond`,
+def runtime_while(reader: _Reader, graph: Graph, cond_sub: _Subgraph, body_sub: _Subgraph, loop: list[Value],
+                  outputs: list[Value], attrs: dict[str, Any], op_index: int) -> None:
+    """Append a WHILE node whose condition and body (already checked as `_Subgraph`s: they exist,
+    take the loop values, hold no refused operator) are graphs of their own (attributes `cond`,
     `body`): the generated code loops at run time (codegen/ops/control.py), as TFLM's while.cc does."""
     where = f"{reader.source}: op #{op_index} WHILE"
-    parts = {}
-    for role, key in (("condition", "cond_subgraph_index"), ("body", "body_subgraph_index")):
-        parts[role] = _loop_graph(reader, int(attrs.get(key, -1)), role, loop, where, op_index)
-    cond, body = parts["condition"], parts["body"]
+    cond, body = (_loop_graph(reader, sub, loop, op_index) for sub in (cond_sub, body_sub))
     flag = cond.outputs[0] if cond.outputs else None
     if flag is None or flag.type.dtype != "bool" or flag.type.num_elements < 1:
         raise InvalidModelError(f"{where}: its condition subgraph must return a bool tensor")
@@ -280,22 +278,13 @@ def runtime_while(reader: _Reader, graph: Graph, loop: list[Value], outputs: lis
     graph.add_node(Node("WHILE", list(loop), list(outputs), attrs, outputs[0].name if outputs else "", op_index))
 
 
-def _loop_graph(reader: _Reader, index: int, role: str, loop: list[Value], where: str, op_index: int) -> Graph:
+def _loop_graph(reader: _Reader, checked: _Subgraph, loop: list[Value], op_index: int) -> Graph:
     """The condition or body subgraph as a graph whose inputs are copies of the loop values."""
     from nn2c.frontends.tflite_frontend import _Reader
 
-    if not 1 <= index < reader.model.SubgraphsLength():
-        raise InvalidModelError(f"{where}: its {role} subgraph {index} does not exist")
+    where, role, index = checked.where, checked.role, checked.index
     sub = _Reader(reader.data, reader.source, index)
-    names = [sub.operator_name(sub.subgraph.Operators(k), k) for k in range(sub.subgraph.OperatorsLength())]
-    for k, name in enumerate(names):
-        if name in _REFUSED:  # state read or written at every iteration: not modelled inside a loop
-            raise UnsupportedOpError(f"{where}: {role} subgraph {index} op #{k} {name} is not supported inside a "
-                                     "WHILE whose iterations depend on run-time data")
     graph = sub.graph(f"while{op_index}_{role}")
-    if len(graph.inputs) != len(loop):
-        raise InvalidModelError(f"{where}: its {role} subgraph {index} takes {len(graph.inputs)} inputs, the WHILE "
-                                f"has {len(loop)} loop values")
     if len({id(v) for v in graph.inputs}) != len(graph.inputs):
         raise UnsupportedOpError(f"{where}: {role} subgraph {index} lists one tensor twice as an input, which nn2c "
                                  "does not support")

@@ -75,13 +75,12 @@ def plan_arena(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]]
     result for these very steps with the exact planner and relocation (the schedule stage's, made
     while it chose them), used when it is what this call would compute."""
     relocating = relocate and inplace and planner == "exact"
-    proven = planned is not None and (planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)"))
-    if planned is not None and proven and not debug and relocating:
-        buffers, plan, honoured = planned  # proven optimal there (not cut by a limit): the same plan again
-        return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)
     if not debug:
-        buffers, plan, honoured = plan_buffers(graph, aliases, scratch, steps, inplace, planner, time_limit,
-                                               relocating)
+        # a plan proven optimal there (not cut by a limit) is what this solve would give again
+        proven = planned is not None and (planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)"))
+        if planned is None or not proven or not relocating:
+            planned = plan_buffers(graph, aliases, scratch, steps, inplace, planner, time_limit, relocating)
+        buffers, plan, honoured = planned
         return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)
     buffers = analyse(graph, aliases, scratch, inplace=False, steps=steps)
     requests = [replace(r, size=r.size + DEBUG_GUARD) for r in buffers.requests]
@@ -94,8 +93,7 @@ Planned = tuple[Buffers, MemoryPlan, list[InPlacePair]]  # what plan_buffers ret
 
 
 def plan_buffers(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], steps: Sequence[Step] | None,
-                 inplace: bool, planner: str, time_limit: float, relocate: bool
-                 ) -> tuple[Buffers, MemoryPlan, list[InPlacePair]]:
+                 inplace: bool, planner: str, time_limit: float, relocate: bool) -> Planned:
     """The buffers and their plan; with `relocate`, the plan with relocations is kept only when its
     arena is smaller than without (each relocation placed apart costs a memmove per inference)."""
     buffers = analyse(graph, aliases, scratch, inplace=inplace, steps=steps)

@@ -282,11 +282,12 @@ class _Closure:
         # change while closures are computed
         self.understood = {id(n): _matmul_ok(n) for n in graph.nodes}
 
-    def _zero_column(self, node: Node, channel: int) -> bool:
+    def _unread(self, node: Node) -> np.ndarray:
+        """Per input channel of `node`: True where no weight reads it."""
         if id(node) not in self.zero_columns:
             rows = _channel_rows(node)
             self.zero_columns[id(node)] = np.asarray(~rows.any(axis=(0, 1)))
-        return bool(self.zero_columns[id(node)][channel])
+        return self.zero_columns[id(node)]
 
     def candidates(self, value: Value) -> list[int]:
         """The channels of `value` whose closure may exist: a cheap superset of those `close` accepts
@@ -301,8 +302,7 @@ class _Closure:
             positions = [i for i, v in enumerate(user.inputs) if v is value]
             if self.understood.get(id(user), False) and positions == [0]:
                 if user.op != "DEPTHWISE_CONV_2D":
-                    self._zero_column(user, 0)  # fills zero_columns[id(user)]: per input channel, unread
-                    unread = self.zero_columns[id(user)]
+                    unread = self._unread(user)
                     if unread.shape != mask.shape:
                         return []
                     constant = np.zeros(channels, dtype=bool)
@@ -351,7 +351,7 @@ class _Closure:
             if self.understood.get(id(user), False) and positions == [0]:
                 if user.op == "DEPTHWISE_CONV_2D":
                     implied.append((user.outputs[0], c))
-                elif not self._zero_column(user, c):
+                elif not self._unread(user)[c]:
                     k = self.known.get(id(value), {}).get(c)
                     if k is None or (k != _zp(value) and _reads_padding(user)):
                         return None

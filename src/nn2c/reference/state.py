@@ -17,13 +17,18 @@ from nn2c.reference.registry import evaluator
 from nn2c.reference.values import Arrays
 
 
+def _as_type(array: np.ndarray, value: Value) -> np.ndarray:
+    """The bytes of `array` seen as `value`'s type (TFLM copies variables, branch and loop values byte
+    for byte)."""
+    raw = np.ascontiguousarray(array).tobytes()
+    return np.frombuffer(raw, dtype=np.dtype(value.type.dtype)).reshape(value.type.shape).copy()
+
+
 @evaluator("READ_VARIABLE")
 def read_variable(node: Node, arrays: Arrays) -> list[np.ndarray]:
     state = arrays[0]
     assert state is not None
-    out = node.outputs[0].type
-    raw = np.ascontiguousarray(state).tobytes()
-    return [np.frombuffer(raw, dtype=np.dtype(out.dtype)).reshape(out.shape).copy()]
+    return [_as_type(state, node.outputs[0])]
 
 
 @evaluator("ASSIGN_VARIABLE", "CALL_ONCE")
@@ -37,15 +42,7 @@ def if_merge(node: Node, arrays: Arrays) -> list[np.ndarray]:
     cond, then_value, else_value = arrays[0], arrays[1], arrays[2]
     assert cond is not None and then_value is not None and else_value is not None
     chosen = then_value if bool(np.asarray(cond).reshape(-1)[0]) else else_value
-    out = node.outputs[0].type
-    raw = np.ascontiguousarray(chosen).tobytes()
-    return [np.frombuffer(raw, dtype=np.dtype(out.dtype)).reshape(out.shape).copy()]
-
-
-def _as_type(array: np.ndarray, value: Value) -> np.ndarray:
-    """The bytes of `array` seen as `value`'s type (TFLM copies loop values byte for byte)."""
-    raw = np.ascontiguousarray(array).tobytes()
-    return np.frombuffer(raw, dtype=np.dtype(value.type.dtype)).reshape(value.type.shape).copy()
+    return [_as_type(chosen, node.outputs[0])]
 
 
 @evaluator("WHILE")

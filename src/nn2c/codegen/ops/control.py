@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.ops import lowering
-from nn2c.errors import NN2CError, UnsupportedOpError
+from nn2c.errors import NN2CError
 from nn2c.ir import Graph, Node, Value
 
 # the subgraphs are small: the exact planner proves its plan optimal well within this
@@ -57,10 +57,9 @@ def _program(node: Node, ctx: EmitContext, graph: Graph, role: str, base: str) -
         raise type(exc)(f"{node.where()}: in its {role}: {exc}") from None
     aliases = {k: v for code in codes for k, v in code.aliases.items()}
     arena = plan_arena(graph, aliases, [code.scratch for code in codes], "exact", time_limit=_PLAN_SECONDS)
-    steps: list[NodeCode] = codes
-    bound = bind_statements(ctx.values, steps, arena, base)
+    bound = bind_statements(ctx.values, codes, arena, base)
     statements = []
-    for code, lines in zip(steps, bound, strict=True):
+    for code, lines in zip(codes, bound, strict=True):
         statements.append(f"/* {role}: {code.node.op} */")
         statements.extend(lines)
     pointer = {}
@@ -96,13 +95,9 @@ def while_loop(node: Node, ctx: EmitContext) -> None:
     # subgraphs address it through a local pointer named after the loop's first value (unique, also
     # for a WHILE nested in a body)
     base = f"loop{ctx.value_id(node.outputs[0])}" if node.outputs else "loop"
-    parts = [_program(node, ctx, graph, role, base) for graph, role in ((cond, "condition"), (body, "body"))]
-    for part in parts:
-        for value in (*part.graph.inputs, *part.graph.outputs):
-            if value.is_variable:
-                raise UnsupportedOpError(f"{node.where()}: a WHILE's subgraph keeps state, which nn2c does not "
-                                         "support")
-    condition, program = parts
+    # (no state inside: the frontend refuses variable tensors in a run-time loop's subgraphs)
+    condition, program = (_program(node, ctx, graph, role, base) for graph, role in ((cond, "condition"),
+                                                                                       (body, "body")))
     here = ctx.code[-1]
     assert here.node is node
     here.inner = condition.codes + program.codes
