@@ -194,7 +194,7 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
                    "(with --quantize, or on a quantized model whose edges are QUANTIZE / DEQUANTIZE).")
 @click.option("--schedule", type=click.Choice(list(SCHEDULES)), default="auto", show_default=True,
               help="Row groups (several layers run a row at a time, intermediates never whole): auto = the "
-                   "least RAM within 3% extra estimated cost, min-ram = the least RAM, layer = none. With "
+                   "least RAM within 5% extra estimated cost, min-ram = the least RAM, layer = none. With "
                    "--ram-budget: the cheapest schedule that fits.")
 @click.option("--write-tflite", "write_tflite", type=click.Path(), default=None,
               help="With --quantize: also write the int8 model as a .tflite file (TFLite Micro and LiteRT "

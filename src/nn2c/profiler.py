@@ -270,6 +270,15 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
                        has_code=has_code)
 
 
+def layer_instructions(core: str, codes: list[NodeCode]) -> float | None:
+    """Predicted instructions of these operators run one by one on `core` (the fitted model without
+    the invoke overhead); None where the model has no such core (the host)."""
+    costs = cost_model().get(core)
+    if costs is None:
+        return None
+    return sum(predict_step(costs, _step_profile(i, code.node, code, {})) for i, code in enumerate(codes))
+
+
 def _member(code: NodeCode) -> dict[str, Any]:
     """One operator of a row group or of a run-time WHILE's iteration, as predict_step reads it."""
     return {"op": code.node.op, "kernel": kernel_key([f for f, _ in code.calls]), "features": _feature_dict(code.node)}

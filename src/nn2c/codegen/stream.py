@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
 from nn2c.memory.rows import Member, RowMap, Simulation, consumers
@@ -84,6 +86,8 @@ def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
     out = node.outputs[0]
     if kind == "accumulate":
         return _accumulating(code, ctx, function, args)
+    if function == "nn2c_avg_pool_s8" and _is_global(code, ctx):  # sums of the rows, averaged after the loop
+        return _averaging(code, ctx, function, args)
     if kind is None or len(out.type.shape) != 4 or out.type.shape[0] != 1 or out.type.num_elements == 0:
         return None
     params = _params_of(args[0], ctx)
@@ -125,6 +129,30 @@ def _accumulating(code: NodeCode, ctx: EmitContext, function: str, args: tuple[s
     rows = RowMap(x.type.shape[1])
     return StreamOp(node, code, "accumulate", function, args, params, [(args.index(_ptr(ctx, x)), x, rows)],
                     args.index(_ptr(ctx, out)))
+
+
+def _is_global(code: NodeCode, ctx: EmitContext) -> bool:
+    """An int8 AVERAGE_POOL_2D whose one window is its whole [1, H, W, C] input (a global pool)."""
+    x, out = code.node.inputs[0], code.node.outputs[0]
+    params = _params_of(code.calls[0][1][0], ctx)
+    if x is None or params is None or len(x.type.shape) != 4 or x.type.shape[0] != 1:
+        return False
+    g = geometry(params)
+    return (g.get("filter_h"), g.get("filter_w"), g.get("pad_h"), g.get("pad_w")) == (*x.type.shape[1:3], 0, 0) \
+        and out.type.shape[1:3] == (1, 1) and x.type.dtype == out.type.dtype == "int8"
+
+
+def _averaging(code: NodeCode, ctx: EmitContext, function: str, args: tuple[str, ...]) -> StreamOp | None:
+    """A global int8 AVERAGE_POOL_2D as an accumulating sink: per channel int32 sums of its input
+    rows, then TFLite's rounded division by the pixel count (nn2c_avg_pool_s8_sums / _finish)."""
+    node = code.node
+    x, out = node.inputs[0], node.outputs[0]
+    assert x is not None
+    params = _params_of(args[0], ctx)
+    if params is None or args.count(_ptr(ctx, x)) != 1 or args.count(_ptr(ctx, out)) != 1:
+        return None
+    return StreamOp(node, code, "accumulate", function, args, params,
+                    [(args.index(_ptr(ctx, x)), x, RowMap(x.type.shape[1]))], args.index(_ptr(ctx, out)))
 
 
 def _ptr(ctx: EmitContext, value: Value) -> str:
@@ -178,6 +206,9 @@ class RowGroup:
     # a member whose rows the element-wise sink alone reads, element by element: it writes them straight
     # into the sink's output rows, which the sink then overwrites in place (no window of its own)
     alias: int | None = None
+    # a SIMD convolution whose output only the accumulating sink reads hands it FEED_PIXELS(out_c) pixels
+    # at a time (nn2c_conv_s8_simd_fc): its window is those pixels instead of whole rows
+    feed: bool = False
     op: str = "ROW_GROUP"
     index: int = -1
 
@@ -205,14 +236,18 @@ class RowGroup:
         sizes = self.sim.window_bytes(self.members)[:-1]
         if self.alias is not None:
             sizes[self.alias] = 0
+        if self.feed:
+            channels = self.ops[0].output.type.shape[-1]
+            sizes[0] = feed_pixels(channels) * channels
         return sizes
 
     @property
     def slower_paths(self) -> list[str]:
         """Members that run a slower kernel than they would layer by layer (said in the summary)."""
-        return [f"{op.node.where()}: the row-accumulating kernel (plain filter, SXTB16 / VMLADAV on each slice) "
-                f"instead of {op.function}"
-                for op in self.ops if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8"]
+        how = (f"sums of {feed_pixels(self.ops[0].output.type.shape[-1])} pixels at a time in the convolution"
+               if self.feed else "sums row by row")
+        return [f"{op.node.where()}: {how} (the filter as stored, not re-laid out) instead of {op.function}"
+                for op in self.ops if op.kind == "accumulate" and op.function == "nn2c_fc_s8_simd"]
 
     @property
     def sums_bytes(self) -> int:
@@ -237,18 +272,24 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     body: list[str] = []
     sink = ops[-1]
     finish: list[str] = []
-    if sink.kind == "accumulate":
+    if sink.kind == "accumulate" and sink.node.op == "AVERAGE_POOL_2D":
+        acc = f"(int32_t *)@s{len(group.scratch) - 1}@"
+        body.append(f"int32_t *const acc = {acc}; /* the sums of op {n - 1} */")
+        body.append(f"memset(acc, 0, {sink.output.type.num_elements} * sizeof(int32_t));")
+        finish = [f"nn2c_avg_pool_s8_finish(&k{n - 1}, acc, {sink.args[sink.output_arg]});"]
+    elif sink.kind == "accumulate":
         # the portable kernel's parameters and plain filter (a re-laid-out SIMD filter is dropped unused)
         from nn2c.codegen.ops.fully_connected import fc_s8_params
 
         node = sink.node
         sink.params = ParamsStruct(fc_s8_params(ctx, node)[1:], "nn2c_fc_s8_params_t", {})
         filter_ident = ctx.weight(node.inputs[1]) if node.inputs[1] is not None else "NULL"
+        bias_ident, accumulate = _accumulation(ctx, node)
         outputs = sink.output.type.num_elements
         acc = f"(int32_t *)@s{len(group.scratch) - 1}@"
         body.append(f"int32_t *const acc = {acc}; /* the sums of op {n - 1} */")
         body.append(f"memset(acc, 0, {outputs} * sizeof(int32_t));")
-        finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {ctx.ptr(node.input(2))}, {ctx.ptr(sink.output)});"]
+        finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {bias_ident}, {ctx.ptr(sink.output)});"]
     for j, op in enumerate(ops):
         body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
     for j in range(n - 1):
@@ -257,9 +298,13 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             body.append(f"{ctype} *const w{j} = ({ctype} *){sink.args[sink.output_arg]}; /* op {j}'s rows are "
                         f"written in op {n - 1}'s output */")
             continue
+        if group.feed:
+            body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* "
+                        f"{feed_pixels(ops[j].output.type.shape[-1])} pixels of op {j}'s output */")
+            continue
         body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* {sim.capacity[j]} rows of op {j}'s output */")
-    body.append("int32_t " + ", ".join([f"first{j} = 0" for j in range(n - 1)] + [f"done{j} = 0" for j in range(n)])
-                + ";")
+    firsts = [] if group.feed else [f"first{j} = 0" for j in range(n - 1)]  # (a feed's window never slides)
+    body.append("int32_t " + ", ".join(firsts + [f"done{j} = 0" for j in range(n)]) + ";")
     block = sim.block
     loop = [f"const int32_t need{n - 1} = NN2C_MIN({sink.rows}, (r + 1) * {block});"]
     for j in range(n - 2, -1, -1):
@@ -269,7 +314,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     for j, op in enumerate(ops):
         loop.append(f"if (done{j} < need{j}) {{ /* op {j}: rows done{j} .. need{j} - 1 in one call */")
         inner: list[str] = []
-        if j < n - 1 and j != group.alias:
+        if j < n - 1 and j != group.alias and not group.feed:
             size = f"{op.row_elements} * sizeof(*w{j})"
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
@@ -280,13 +325,23 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                       f"    first{j} = low;",
                       "}"]
         rows = f"(need{j} - done{j})"
+        if op.kind == "accumulate" and group.feed:  # the convolution added its pixels' products
+            loop += ["    " + s for s in inner] + [f"    done{j} = need{j};", "}"]
+            continue
         if op.kind == "accumulate":
             k, value, _ = op.streamed[0]
             source = _source(group, value)
             row = f"w{source} + (done{j} - first{source}) * {op.row_elements}" if source >= 0 else \
                 f"{op.args[k]} + done{j} * {op.row_elements}"
-            inner.append(f"nn2c_fc_s8_accumulate(&k{j}, {row}, {filter_ident}, done{j} * {op.row_elements}, "
-                         f"{rows} * {op.row_elements}, acc);")
+            start, count = f"done{j} * {op.row_elements}", f"{rows} * {op.row_elements}"
+            if op.node.op == "AVERAGE_POOL_2D":
+                channels = op.output.type.shape[-1]
+                inner.append(f"nn2c_avg_pool_s8_sums({row}, {count}, {channels}, acc);")
+            elif accumulate == "nn2c_fc_s8_sums_simd":
+                depth, outputs = node.inputs[1].type.shape[1], node.inputs[1].type.shape[0]  # type: ignore
+                inner.append(f"{accumulate}({row}, {filter_ident}, {depth}, {outputs}, {start}, {count}, acc);")
+            else:
+                inner.append(f"{accumulate}(&k{j}, {row}, {filter_ident}, {start}, {count}, acc);")
             inner.append(f"done{j} = need{j};")
             loop += ["    " + s for s in inner] + ["}"]
             continue
@@ -325,7 +380,14 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             return f"(void *)((uint8_t *)@s{windows}@ + {offsets[int(match.group(1))]})"
 
         args = [_SCRATCH.sub(shared, a) for a in args]
-        inner.append(f"{op.function}({', '.join(args)});")
+        if group.feed and j == 0:  # (params, input, filter, scratch) then the sink's filter and sums
+            fc = ops[-1].node
+            depth, outputs = fc.inputs[1].type.shape[1], fc.inputs[1].type.shape[0]  # type: ignore[union-attr]
+            args = [*args[:3], args[4], filter_ident, str(depth), str(outputs), f"done0 * {op.row_elements}",
+                    "acc", "w0", str(feed_pixels(op.output.type.shape[-1]))]
+            inner.append(f"nn2c_conv_s8_simd_fc({', '.join(args)});")
+        else:
+            inner.append(f"{op.function}({', '.join(args)});")
         inner.append(f"done{j} = need{j};")
         loop += ["    " + s for s in inner] + ["}"]
     body.append(f"for (int32_t r = 0; r < {-(-sink.rows // block)}; ++r) {{")
@@ -335,6 +397,48 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     code.statements = lines
     code.scratch = group.scratch
     return code
+
+
+def feed_pixels(channels: int) -> int:
+    """Output pixels a convolution feeding an accumulating FULLY_CONNECTED buffers (RowGroup.feed): an
+    even number (the kernels make pixels in pairs), at least 32 bytes, so that each call of the sums
+    kernel runs a few words per filter row."""
+    pixels = 2
+    while pixels * channels < 32:
+        pixels += 2
+    return pixels
+
+
+def feeds_sums(run: list[StreamOp]) -> bool:
+    """Whether a run is a SIMD convolution streamed into an accumulating FULLY_CONNECTED that can take
+    its pixels a few at a time (RowGroup.feed): the FC sums products alone (filter zero point 0)."""
+    from nn2c.codegen.ops.common import zero_point
+
+    if len(run) != 2 or run[0].function != "nn2c_conv_s8_simd" or run[1].node.op != "FULLY_CONNECTED":
+        return False
+    weights = run[1].node.inputs[1]
+    return run[1].streamed[0][1] is run[0].output and weights is not None and zero_point(weights) == 0
+
+
+def _accumulation(ctx: EmitContext, node: Node) -> tuple[str, str]:
+    """The bias the accumulating FULLY_CONNECTED finishes with and its slice kernel: with a filter
+    zero point of 0 (TFLite's int8 filters), the input offset's terms are folded into the bias at
+    compile time and the slices sum products alone (nn2c_fc_s8_sums_simd on the SIMD targets,
+    nn2c_fc_s8_accumulate_raw elsewhere)."""
+    from nn2c.codegen.ops.common import zero_point
+    from nn2c.codegen.ops.conv import folded_bias
+
+    x, w, bias = node.inputs[0], node.inputs[1], node.input(2)
+    assert x is not None and w is not None and w.is_constant
+    if zero_point(w) != 0:
+        return ctx.ptr(bias), "nn2c_fc_s8_accumulate"
+    function = "nn2c_fc_s8_sums_simd" if ctx.target.simd else "nn2c_fc_s8_accumulate_raw"
+    if ctx.target.simd:
+        ctx.use_kernel("simd")
+    rows = np.asarray(w.data, dtype=np.int8).reshape(w.type.shape[0], -1)
+    folded = folded_bias(None if bias is None else np.asarray(bias.data), rows, -zero_point(x), rows.shape[0],
+                         pad_to=1)
+    return ctx.const_array(folded, "int32_t", "bias with the input offset folded in"), function
 
 
 def _source(group: RowGroup, value: Value) -> int:

@@ -74,6 +74,20 @@ static int32_t nn2c_fc_slice_dot(const int8_t *w, const int8_t *x, int32_t n, in
 }
 #endif
 
+/* Products alone: filter_offset is 0 and the input offset's terms (input_offset * the row's sum)
+ * are in the bias nn2c_fc_s8_finish adds (the SIMD targets use nn2c_fc_s8_sums_simd, nn2c_simd.c). */
+void nn2c_fc_s8_accumulate_raw(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
+                               int32_t start, int32_t count, int32_t *acc) {
+    for (int32_t c = 0; c < p->output_depth; ++c) {
+        const int8_t *w = filter + c * p->accum_depth + start;
+        int32_t s = 0;
+        for (int32_t d = 0; d < count; ++d) {
+            s += w[d] * input[d];
+        }
+        acc[c] += s;
+    }
+}
+
 void nn2c_fc_s8_accumulate(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
                            int32_t start, int32_t count, int32_t *acc) {
     for (int32_t c = 0; c < p->output_depth; ++c) {

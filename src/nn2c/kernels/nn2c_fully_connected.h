@@ -31,6 +31,10 @@ void nn2c_fully_connected_s8(const nn2c_fc_s8_params_t *p, const int8_t *input, 
  * Integer sums: the result equals nn2c_fully_connected_s8's. */
 void nn2c_fc_s8_accumulate(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
                            int32_t start, int32_t count, int32_t *acc);
+/* The same with the products alone, when the filter's zero point is 0: the input offset's terms
+ * (input_offset * sum of each filter row) are folded into the bias given to nn2c_fc_s8_finish. */
+void nn2c_fc_s8_accumulate_raw(const nn2c_fc_s8_params_t *p, const int8_t *input, const int8_t *filter,
+                               int32_t start, int32_t count, int32_t *acc);
 void nn2c_fc_s8_finish(const nn2c_fc_s8_params_t *p, const int32_t *acc, const int32_t *bias, int8_t *output);
 void nn2c_fully_connected_f32(const nn2c_fc_f32_params_t *p, const float *input, const float *filter,
                               const float *bias, float *output);

@@ -74,6 +74,22 @@ void nn2c_avg_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *
     NN2C_AVG_POOL_INT(int8_t)
 }
 
+void nn2c_avg_pool_s8_sums(const int8_t *input, int32_t count, int32_t depth, int32_t *sums) {
+    for (int32_t i = 0; i < count; i += depth) {
+        for (int32_t c = 0; c < depth; ++c) {
+            sums[c] += input[i + c];
+        }
+    }
+}
+
+void nn2c_avg_pool_s8_finish(const nn2c_pool_params_t *p, const int32_t *sums, int8_t *output) {
+    const int32_t count = p->filter_h * p->filter_w;
+    for (int32_t c = 0; c < p->depth; ++c) {
+        const int32_t acc = sums[c] > 0 ? (sums[c] + count / 2) / count : (sums[c] - count / 2) / count;
+        output[c] = (int8_t)nn2c_clamp_i32(acc, p->act_min, p->act_max);
+    }
+}
+
 void nn2c_avg_pool_s16(const nn2c_pool_params_t *p, const int16_t *input, int16_t *output) {
     NN2C_AVG_POOL_INT(int16_t)
 }

@@ -20,6 +20,11 @@ typedef struct {
 void nn2c_avg_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output);
 void nn2c_avg_pool_s16(const nn2c_pool_params_t *p, const int16_t *input, int16_t *output);
 void nn2c_avg_pool_f32(const nn2c_pool_params_t *p, const float *input, float *output);
+/* A global int8 AVERAGE_POOL_2D (one window, the whole input) row by row (codegen/stream.py):
+ * sums[c] += channel c of the `count` values' pixels (count = pixels * depth), then finish divides
+ * each sum by filter_h * filter_w as nn2c_avg_pool_s8 rounds it and clamps. */
+void nn2c_avg_pool_s8_sums(const int8_t *input, int32_t count, int32_t depth, int32_t *sums);
+void nn2c_avg_pool_s8_finish(const nn2c_pool_params_t *p, const int32_t *sums, int8_t *output);
 void nn2c_max_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output);
 void nn2c_max_pool_s16(const nn2c_pool_params_t *p, const int16_t *input, int16_t *output);
 void nn2c_max_pool_f32(const nn2c_pool_params_t *p, const float *input, float *output);

@@ -713,32 +713,202 @@ static void nn2c_simd_im2col(const nn2c_conv_geom_t *g, int32_t pad, const int8_
     }
 }
 
+/* --- row-streamed FULLY_CONNECTED sums ------------------------------------------------------------ */
+
+#if defined(NN2C_SIMD_MVE)
+/* Helium: one input vector, four VMLADAVA a step of 16 bytes (the last one predicated). */
+void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, int32_t outputs, int32_t start,
+                          int32_t count, int32_t *acc) {
+    int32_t o = 0;
+    for (; o + 4 <= outputs; o += 4) {
+        const int8_t *w = filter + o * depth + start;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int32_t d = 0; d < count; d += 16) {
+            const mve_pred16_t live = vctp8q((uint32_t)(count - d));
+            const int8x16_t vx = vldrbq_z_s8(x + d, live);
+            s0 = vmladavaq_s8(s0, vldrbq_z_s8(w + d, live), vx);
+            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w + depth + d, live), vx);
+            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w + 2 * depth + d, live), vx);
+            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w + 3 * depth + d, live), vx);
+        }
+        acc[o] += s0;
+        acc[o + 1] += s1;
+        acc[o + 2] += s2;
+        acc[o + 3] += s3;
+    }
+    for (; o < outputs; ++o) {
+        const int8_t *w = filter + o * depth + start;
+        int32_t sum = 0;
+        for (int32_t d = 0; d < count; d += 16) {
+            const mve_pred16_t live = vctp8q((uint32_t)(count - d));
+            sum = vmladavaq_s8(sum, vldrbq_z_s8(w + d, live), vldrbq_z_s8(x + d, live));
+        }
+        acc[o] += sum;
+    }
+}
+#elif defined(NN2C_SIMD_DSP)
+/* Arm DSP: two filter rows at a time; per input word one LDR and two SXTB16, per row one LDR, two
+ * SXTB16 and two SMLADs (15 instructions per 8 MACs: more rows at a time spill registers). */
+void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, int32_t outputs, int32_t start,
+                          int32_t count, int32_t *acc) {
+    const int8_t *const words_end = x + (count & ~3);
+    for (int32_t o = 0; o < outputs; o += 2) {
+        const int8_t *w0 = filter + o * depth + start;
+        const int8_t *w1 = o + 1 < outputs ? w0 + depth : w0; /* an odd last row: summed twice, kept once */
+        int32_t s0 = 0, s1 = 0;
+        const int8_t *xp = x;
+        for (; xp != words_end; xp += 4, w0 += 4, w1 += 4) {
+            const int32_t xv = nn2c_simd_ld32(xp), xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
+            int32_t v = nn2c_simd_ld32(w0);
+            s0 = __smlad(xo, nn2c_sxtb16_ror8(v), __smlad(xe, __sxtb16(v), s0));
+            v = nn2c_simd_ld32(w1);
+            s1 = __smlad(xo, nn2c_sxtb16_ror8(v), __smlad(xe, __sxtb16(v), s1));
+        }
+        for (; xp != x + count; ++xp, ++w0, ++w1) {
+            s0 += *w0 * *xp;
+            s1 += *w1 * *xp;
+        }
+        acc[o] += s0;
+        if (o + 1 < outputs) {
+            acc[o + 1] += s1;
+        }
+    }
+}
+#else /* these kernels built for the host (tests): plain C */
+void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, int32_t outputs, int32_t start,
+                          int32_t count, int32_t *acc) {
+    for (int32_t o = 0; o < outputs; ++o) {
+        const int8_t *w = filter + o * depth + start;
+        int32_t sum = 0;
+        for (int32_t d = 0; d < count; ++d) {
+            sum += w[d] * x[d];
+        }
+        acc[o] += sum;
+    }
+}
+#endif
+
+/* Where a convolution's output pixels go: the output tensor (NULL), or a few at a time into a
+ * FULLY_CONNECTED's sums (nn2c_conv_s8_simd_fc). */
+typedef struct {
+    const int8_t *filter; /* the FC filter, rows of `depth` bytes */
+    int32_t depth, outputs, start;
+    int32_t *acc;
+    int8_t *pixels; /* room for `batch` output pixels */
+    int32_t batch;
+} nn2c_conv_sink_t;
+
+/* Output pixel q's bytes: in the tensor, or in the sink's buffer. */
+NN2C_INLINE int8_t *nn2c_conv_out(int8_t *output, const nn2c_conv_sink_t *sink, int32_t q, int32_t out_c) {
+    return sink ? sink->pixels + (q % sink->batch) * out_c : output + q * out_c;
+}
+
+/* Pixels [0, done) are computed: sum the buffered ones when the buffer is full or all are done. */
+NN2C_INLINE void nn2c_conv_feed(const nn2c_conv_sink_t *sink, int32_t done, int32_t all, int32_t out_c) {
+    if (sink && (done % sink->batch == 0 || done == all)) {
+        const int32_t first = (done - 1) - (done - 1) % sink->batch;
+        nn2c_fc_s8_sums_simd(sink->pixels, sink->filter, sink->depth, sink->outputs, sink->start + first * out_c,
+                             (done - first) * out_c, sink->acc);
+    }
+}
+
 #if defined(NN2C_SIMD_DSP)
+/* The window of output pixel (oy, ox) expanded straight from the image, without an im2col copy:
+ * filter rows of a multiple of 4 bytes are whole blocks of nn2c_dsp_expand. Padding taps read
+ * `pad` (the input zero point in every byte); a block cut by the image's left or right edge is put
+ * together byte by byte. */
+NN2C_INLINE void nn2c_dsp_expand_window(const nn2c_conv_geom_t *g, int32_t pad, const int8_t *in_b, int32_t oy,
+                                        int32_t ox, nn2c_simd_word_t *dst) {
+    const int32_t C = g->in_c, row_bytes = g->filter_w * C;
+    const int32_t iy0 = oy * g->stride_h - g->pad_h, ix0 = ox * g->stride_w - g->pad_w;
+    const int32_t pad_even = __sxtb16(pad), pad_odd = nn2c_sxtb16_ror8(pad);
+    const int inside_w = g->dilation_w == 1 && ix0 >= 0 && ix0 + g->filter_w <= g->in_w;
+    for (int32_t fy = 0; fy < g->filter_h; ++fy) {
+        const int32_t iy = iy0 + fy * g->dilation_h;
+        if (iy < 0 || iy >= g->in_h) {
+            for (int32_t k = 0; k < row_bytes; k += 4, dst += 4) {
+                dst[0] = pad_even;
+                dst[1] = pad_odd;
+            }
+            continue;
+        }
+        const int8_t *src = in_b + iy * g->in_w * C;
+        if (inside_w) {
+            const int8_t *row = src + ix0 * C;
+            for (int32_t k = 0; k < row_bytes; k += 4, dst += 4) {
+                const int32_t v = nn2c_simd_ld32(row + k);
+                dst[0] = __sxtb16(v);
+                dst[1] = nn2c_sxtb16_ror8(v);
+            }
+            continue;
+        }
+        if (g->dilation_w != 1) { /* rare: byte by byte */
+            for (int32_t k = 0; k < row_bytes; k += 4, dst += 4) {
+                uint32_t v = 0;
+                for (int32_t j = 3; j >= 0; --j) {
+                    const int32_t ix = ix0 + ((k + j) / C) * g->dilation_w;
+                    const int8_t byte = ix >= 0 && ix < g->in_w ? src[ix * C + (k + j) % C] : (int8_t)pad;
+                    v = (v << 8) | (uint8_t)byte;
+                }
+                dst[0] = __sxtb16((int32_t)v);
+                dst[1] = nn2c_sxtb16_ror8((int32_t)v);
+            }
+            continue;
+        }
+        /* bytes [lo, hi) of the window's row are in the image, byte b at src[base + b] */
+        const int32_t lo = (ix0 < 0 ? -ix0 : 0) * C;
+        const int32_t hi = (g->in_w - ix0 < g->filter_w ? g->in_w - ix0 : g->filter_w) * C;
+        const int32_t base = ix0 * C;
+        for (int32_t k = 0; k < row_bytes; k += 4, dst += 4) {
+            int32_t v = pad;
+            if (k >= lo && k + 4 <= hi) {
+                v = nn2c_simd_ld32(src + base + k);
+            } else if (k + 4 > lo && k < hi) {
+                uint32_t u = 0;
+                for (int32_t j = 3; j >= 0; --j) {
+                    u = (u << 8) | (uint8_t)(k + j >= lo && k + j < hi ? src[base + k + j] : (int8_t)pad);
+                }
+                v = (int32_t)u;
+            }
+            dst[0] = __sxtb16(v);
+            dst[1] = nn2c_sxtb16_ror8(v);
+        }
+    }
+}
+
 /* DSP: pixel pairs expanded to int16 once (scratch: 4 * depth_padded bytes, + depth bytes of im2col
- * staging unless the filter is 1x1 without padding), so the inner loop extends only the filter. */
-void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
-                       int8_t *output, void *scratch) {
+ * staging unless the filter is 1x1 without padding or its rows are whole words, expanded straight
+ * from the image), so the inner loop extends only the filter. */
+NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                                  int8_t *output, void *scratch, const nn2c_conv_sink_t *sink) {
     const nn2c_conv_geom_t *g = &p->g;
     const nn2c_gemm_s8_t *m = &p->m;
     nn2c_simd_word_t *pair = (nn2c_simd_word_t *)scratch;
     int8_t *stage = (int8_t *)scratch + 4 * m->depth_padded;
     const int32_t pad = nn2c_simd_splat(p->pad_value);
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
+    const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
     int8_t *pending = NULL;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
         for (int32_t oy = 0; oy < g->out_h; ++oy) {
             for (int32_t ox = 0; ox < g->out_w; ++ox) {
-                int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * g->out_c;
-                const int8_t *row = stage;
-                if (direct) {
-                    row = in_b + (oy * g->stride_h * g->in_w + ox * g->stride_w) * g->in_c;
+                const int32_t q = (b * g->out_h + oy) * g->out_w + ox;
+                int8_t *out = nn2c_conv_out(output, sink, q, g->out_c);
+                if (word_rows) {
+                    nn2c_dsp_expand_window(g, pad, in_b, oy, ox, pair + (pending ? 2 : 0));
                 } else {
-                    nn2c_simd_im2col(g, pad, in_b, oy, ox, stage);
+                    const int8_t *row = stage;
+                    if (direct) {
+                        row = in_b + (oy * g->stride_h * g->in_w + ox * g->stride_w) * g->in_c;
+                    } else {
+                        nn2c_simd_im2col(g, pad, in_b, oy, ox, stage);
+                    }
+                    nn2c_dsp_expand(row, m->depth, pair + (pending ? 2 : 0));
                 }
-                nn2c_dsp_expand(row, m->depth, pair + (pending ? 2 : 0));
                 if (pending) {
                     nn2c_gemm_pair16(m, pair, packed_filter, pending, out);
+                    nn2c_conv_feed(sink, q + 1, g->batches * g->out_h * g->out_w, g->out_c);
                     pending = NULL;
                 } else {
                     pending = out;
@@ -752,11 +922,12 @@ void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, co
             pair[k + 3] = pair[k + 1];
         }
         nn2c_gemm_pair16(m, pair, packed_filter, pending, pending);
+        nn2c_conv_feed(sink, g->batches * g->out_h * g->out_w, g->batches * g->out_h * g->out_w, g->out_c);
     }
 }
 #else
-void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
-                       int8_t *output, void *scratch) {
+NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                                  int8_t *output, void *scratch, const nn2c_conv_sink_t *sink) {
     const nn2c_conv_geom_t *g = &p->g;
     const nn2c_gemm_s8_t *m = &p->m;
     const int32_t pad = nn2c_simd_splat(p->pad_value);
@@ -771,27 +942,33 @@ void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, co
         /* 1x1, stride 1, no padding: the pixels are the rows themselves. In place (memory/inplace.py:
          * output pixel q ends at or below input pixel q's start), the second pixel's output may still
          * cover the first's input, written while the first is read: that row is copied first. */
-        const int apart = out_hi <= in_lo || in_hi <= out_lo;
+        const int apart = sink || out_hi <= in_lo || in_hi <= out_lo;
         int32_t q = 0;
         for (; q + 2 <= pixels; q += 2) {
             const int8_t *x = input + q * g->in_c;
             if (!apart) {
                 nn2c_simd_copy(rows[0], x, g->in_c);
             }
-            nn2c_gemm_rows2(m, apart ? x : rows[0], x + g->in_c, packed_filter, output + q * g->out_c,
-                            output + (q + 1) * g->out_c);
+            nn2c_gemm_rows2(m, apart ? x : rows[0], x + g->in_c, packed_filter,
+                            nn2c_conv_out(output, sink, q, g->out_c), nn2c_conv_out(output, sink, q + 1, g->out_c));
+            nn2c_conv_feed(sink, q + 2, pixels, g->out_c);
         }
-        if (q < pixels) nn2c_gemm_rows1(m, input + q * g->in_c, packed_filter, output + q * g->out_c);
+        if (q < pixels) {
+            nn2c_gemm_rows1(m, input + q * g->in_c, packed_filter, nn2c_conv_out(output, sink, q, g->out_c));
+            nn2c_conv_feed(sink, pixels, pixels, g->out_c);
+        }
         return;
     }
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
         for (int32_t oy = 0; oy < g->out_h; ++oy) {
             for (int32_t ox = 0; ox < g->out_w; ++ox) {
-                int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * g->out_c;
+                const int32_t q = (b * g->out_h + oy) * g->out_w + ox;
+                int8_t *out = nn2c_conv_out(output, sink, q, g->out_c);
                 nn2c_simd_im2col(g, pad, in_b, oy, ox, rows[pending != NULL]);
                 if (pending) {
                     nn2c_gemm_rows2(m, rows[0], rows[1], packed_filter, pending, out);
+                    nn2c_conv_feed(sink, q + 1, pixels, g->out_c);
                     pending = NULL;
                 } else {
                     pending = out;
@@ -799,9 +976,24 @@ void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, co
             }
         }
     }
-    if (pending) nn2c_gemm_rows1(m, rows[0], packed_filter, pending);
+    if (pending) {
+        nn2c_gemm_rows1(m, rows[0], packed_filter, pending);
+        nn2c_conv_feed(sink, pixels, pixels, g->out_c);
+    }
 }
 #endif
+
+void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                       int8_t *output, void *scratch) {
+    nn2c_conv_s8_run(p, input, packed_filter, output, scratch, NULL);
+}
+
+void nn2c_conv_s8_simd_fc(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                          void *scratch, const int8_t *fc_filter, int32_t fc_depth, int32_t fc_outputs,
+                          int32_t start, int32_t *acc, int8_t *pixels, int32_t batch) {
+    const nn2c_conv_sink_t sink = {fc_filter, fc_depth, fc_outputs, start, acc, pixels, batch};
+    nn2c_conv_s8_run(p, input, packed_filter, NULL, scratch, &sink);
+}
 
 /* --- DEPTHWISE_CONV_2D --------------------------------------------------------------------------- */
 

@@ -93,6 +93,16 @@ void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const 
                      int8_t *output);
 void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
                        int8_t *output, void *scratch);
+/* A row-streamed FULLY_CONNECTED's slice (filter zero point 0, the input offset's terms folded into its
+ * bias): acc[o] += sum over d < count of filter[o * depth + start + d] * x[d], for o < outputs. */
+void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, int32_t outputs, int32_t start,
+                          int32_t count, int32_t *acc);
+/* The convolution feeding such a FULLY_CONNECTED (codegen/stream.py): its output is never stored whole.
+ * Its pixels go to `pixels` (room for `batch` pixels, an even number), and each full batch (and the
+ * last, partial one) is summed into acc with nn2c_fc_s8_sums_simd, from input feature `start` on. */
+void nn2c_conv_s8_simd_fc(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
+                          void *scratch, const int8_t *fc_filter, int32_t fc_depth, int32_t fc_outputs,
+                          int32_t start, int32_t *acc, int8_t *pixels, int32_t batch);
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch);
 void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, const int8_t *input2, int8_t *output);

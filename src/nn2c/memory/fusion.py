@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nn2c.codegen.context import EmitContext, NodeCode
-from nn2c.codegen.stream import RowGroup, StreamOp, member_of, stream_op
+from nn2c.codegen.stream import RowGroup, StreamOp, feed_pixels, feeds_sums, member_of, stream_op
 from nn2c.ir import Graph, Node, Value
 from nn2c.ir.cost import macs
 from nn2c.memory.arena import Planned, plan_buffers
@@ -30,14 +30,19 @@ from nn2c.memory.requests import align_up, live_bytes_lower_bound
 from nn2c.memory.rows import Member, inplace_distance, simulate
 
 MAX_GROUP = 16  # operators in one group
-AUTO_OVERHEAD = 0.03  # auto: added cost at most this fraction of the model's estimated cost
+AUTO_OVERHEAD = 0.05  # auto: added cost at most this fraction of the model's estimated cost
 CALL_COST = 150  # instructions of one kernel call's set-up, in the cost model
 MAC_COST = 1.0  # instructions per multiply-accumulate, in the cost model
 TAIL_COST = 0.5  # extra instructions per MAC of a call's odd last pixel
 # extra instructions per MAC of the row-accumulating FULLY_CONNECTED (its filter as stored, each
-# slice's bytes extended in the loop) over the SIMD kernel's re-laid-out filter (Cortex-M4: about 3.5
-# against 1.5 instructions per MAC)
-ACCUMULATE_COST = 2.0
+# slice's bytes extended in the loop) over the SIMD kernel's re-laid-out filter (micro_speech in QEMU:
+# the row group's conv -> FC costs 12,600 Cortex-M4 instructions more than the two layers, about
+# 0.35 per FC MAC once the 24 extra calls of each are taken off)
+ACCUMULATE_COST = 0.35
+# instructions per call of the sums kernel when a convolution feeds the FC a few pixels at a time
+# (RowGroup.feed; micro_speech on the Cortex-M4: the group costs 25,800 instructions more than its
+# two layers; less its 12 extra convolution calls and the sums' 0.35 per MAC, 150 per call of 4 pixels)
+FEED_COST = 150.0
 MOVE_COST = 0.25  # instructions per byte a window slide or a relocation (memmove) moves
 SLACKS = (0, 1)  # slack rows per window, in multiples of its occupancy
 BLOCKS = (1, 2, 4)  # sink rows per iteration tried (and the one giving MIN_PIXELS pixels per call)
@@ -89,7 +94,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     policy picks among the measured figures. Layer by layer, the steps are measured with `planner`
     (the compile's): nothing is compared, and the greedy planner takes milliseconds."""
     nodes = list(graph.nodes)
-    base_cost = float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
+    base_cost = _layer_cost(nodes, codes, ctx)
     layer_steps: list[Node | RowGroup] = list(nodes)
     memo: dict[int, Planned] = {}
     layer_planner = planner if policy == "layer" else "exact"
@@ -128,6 +133,18 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
     chosen_by = policy if ram_budget is None else "ram-budget"  # a budget overrides the policy
     return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered, memo.get(id(steps)))
+
+
+def _layer_cost(nodes: list[Node], codes: list[NodeCode], ctx: EmitContext) -> float:
+    """The model's cost layer by layer, which AUTO_OVERHEAD is a fraction of: the target core's fitted
+    instruction model where there is one (the added costs are instructions too), else MACs and calls."""
+    # (imported here: the profiler runs the compile stages, which import this module)
+    from nn2c.profiler import layer_instructions
+
+    predicted = layer_instructions(ctx.target.name, codes)
+    if predicted:
+        return predicted
+    return float(sum(macs(n) for n in nodes)) * MAC_COST + CALL_COST * len(nodes)
 
 
 def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool,
@@ -386,6 +403,7 @@ class _Prepared:
     outside: list[Value]
     scratch_region: int
     scratch_offsets: list[list[int]]
+    feed: bool
 
 
 def _prepare(run: list[StreamOp]) -> _Prepared:
@@ -402,7 +420,7 @@ def _prepare(run: list[StreamOp]) -> _Prepared:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
     region, offsets = _kernel_scratch(run)
-    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, feeds_sums(run))
 
 
 def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
@@ -414,7 +432,7 @@ def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, l
         return None
     # the options share the prepared lists: no step of the schedule or the code writes to them
     group = RowGroup(prepared.run, members, prepared.outside, sim, prepared.scratch_offsets,
-                     prepared.scratch_region, alias=prepared.alias)
+                     prepared.scratch_region, alias=prepared.alias, feed=prepared.feed)
     if inplace:
         for k, value in enumerate(prepared.outside):
             name = lifetimes.buffer_of.get(id(value))
@@ -460,6 +478,11 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
         # the SIMD kernels' pixel pairs
         odd = round(pixels / max(calls, 1)) % 2
         cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * macs(op.node) / pixels)
-        if op.kind == "accumulate" and op.function != "nn2c_fully_connected_s8":
+        if op.kind == "accumulate" and group.feed:  # no calls of its own: the convolution sums its pixels
+            made = group.ops[0].output
+            channels = made.type.shape[-1]
+            feeds = -(-made.type.num_elements // (feed_pixels(channels) * channels))
+            cost += ACCUMULATE_COST * macs(op.node) + FEED_COST * feeds - (calls - 1) * CALL_COST
+        elif op.kind == "accumulate" and op.function == "nn2c_fc_s8_simd":
             cost += ACCUMULATE_COST * macs(op.node)  # the sums cannot use the SIMD kernel's filter layout
     return Option(first, last, live - saving, cost, group, drift)

@@ -443,8 +443,11 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     })
     depth = rows.shape[1]
     if ctx.target.conv_pair_int16:  # DSP: a pixel pair as int16, + an int8 im2col row
+        # (none for a 1x1 filter without padding, which reads the pixels, or for filter rows of whole
+        # words, expanded straight from the image: nn2c_dsp_expand_window)
         direct = geom.filter_h == geom.filter_w == 1 and geom.pad_h == geom.pad_w == 0
-        scratch = ctx.scratch(4 * fields["depth_padded"] + (0 if direct else depth))
+        word_rows = not direct and (geom.filter_w * geom.in_c) % 4 == 0
+        scratch = ctx.scratch(4 * fields["depth_padded"] + (0 if direct or word_rows else depth))
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
