@@ -17,7 +17,7 @@ import numpy as np
 
 from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
-from nn2c.memory.rows import Member, RowMap, Simulation, consumers
+from nn2c.memory.rows import Member, RowMap, Simulation, consumers, steps
 
 # kernel -> how its rows are set: "conv" (.g geometry), "pool" (input_h / output_h / pad_h),
 # "bcast" (a same-shape element-wise op: .bc.dims[0] elements), "count" (.count elements)
@@ -306,27 +306,36 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     firsts = [] if group.feed else [f"first{j} = 0" for j in range(n - 1)]  # (a feed's window never slides)
     body.append("int32_t " + ", ".join(firsts + [f"done{j} = 0" for j in range(n)]) + ";")
     block = sim.block
-    loop = [f"const int32_t need{n - 1} = NN2C_MIN({sink.rows}, (r + 1) * {block});"]
+    step = steps(members, readers, block)
+    loop = [f"const int32_t need{n - 1} = NN2C_MIN({sink.rows}, done{n - 1} + {block});"]
     for j in range(n - 2, -1, -1):
         terms = [f"(need{c} > 0 ? NN2C_MIN({m.in_rows}, (need{c} - 1) * {m.stride} - {m.pad} + {m.span}) : 0)"
                  for c, m in readers[j]]
         loop.append(f"const int32_t need{j} = {_nested('NN2C_MAX', terms)};")
     for j, op in enumerate(ops):
-        loop.append(f"if (done{j} < need{j}) {{ /* op {j}: rows done{j} .. need{j} - 1 in one call */")
+        # at most its step more than it has, and only rows its inputs in the group already allow
+        limits = [f"need{j}", f"done{j} + {step[j]}"]
+        for source, m in members[j].reads:
+            if source >= 0:
+                reach = f"done{source} + {m.pad - m.span}"
+                limits.append(f"(done{source} >= {m.in_rows} ? {members[j].out_rows} : {reach} < 0 ? 0 : "
+                              f"NN2C_MIN({members[j].out_rows}, ({reach}) / {m.stride} + 1))")
+        loop.append(f"const int32_t upto{j} = {_nested('NN2C_MIN', limits)};")
+        loop.append(f"if (done{j} < upto{j}) {{ /* op {j}: rows done{j} .. upto{j} - 1 in one call */")
         inner: list[str] = []
         if j < n - 1 and j != group.alias and not group.feed:
             size = f"{op.row_elements} * sizeof(*w{j})"
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
-            inner += [f"if (need{j} - first{j} > {sim.capacity[j]}) {{ /* no room: keep only the rows still read */",
+            inner += [f"if (upto{j} - first{j} > {sim.capacity[j]}) {{ /* no room: keep only the rows still read */",
                       f"    const int32_t low = {_nested('NN2C_MIN', [f'done{j}', *lowest])};",
                       f"    nn2c_move(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
                       "}"]
-        rows = f"(need{j} - done{j})"
+        rows = f"(upto{j} - done{j})"
         if op.kind == "accumulate" and group.feed:  # the convolution added its pixels' products
-            loop += ["    " + s for s in inner] + [f"    done{j} = need{j};", "}"]
+            loop += ["    " + s for s in inner] + [f"    done{j} = upto{j};", "}"]
             continue
         if op.kind == "accumulate":
             k, value, _ = op.streamed[0]
@@ -342,7 +351,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                 inner.append(f"{accumulate}({row}, {filter_ident}, {depth}, {outputs}, {start}, {count}, acc);")
             else:
                 inner.append(f"{accumulate}(&k{j}, {row}, {filter_ident}, {start}, {count}, acc);")
-            inner.append(f"done{j} = need{j};")
+            inner.append(f"done{j} = upto{j};")
             loop += ["    " + s for s in inner] + ["}"]
             continue
         if op.kind == "bcast":
@@ -358,7 +367,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             if op.kind in _ROW_FIELDS and not geometry_set:
                 in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
                 inner += [f"const int32_t lo{k} = NN2C_MAX(0, done{j} * {m.stride} - {m.pad});",
-                          f"k{j}.{in_h} = NN2C_MIN({m.in_rows}, (need{j} - 1) * {m.stride} - {m.pad} + {m.span}) "
+                          f"k{j}.{in_h} = NN2C_MIN({m.in_rows}, (upto{j} - 1) * {m.stride} - {m.pad} + {m.span}) "
                           f"- lo{k};",
                           f"k{j}.{out_h} = {rows};",
                           f"k{j}.{pad_h} = lo{k} - (done{j} * {m.stride} - {m.pad});"]
@@ -388,9 +397,9 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             inner.append(f"nn2c_conv_s8_simd_fc({', '.join(args)});")
         else:
             inner.append(f"{op.function}({', '.join(args)});")
-        inner.append(f"done{j} = need{j};")
+        inner.append(f"done{j} = upto{j};")
         loop += ["    " + s for s in inner] + ["}"]
-    body.append(f"for (int32_t r = 0; r < {-(-sink.rows // block)}; ++r) {{")
+    body.append(f"while (done{n - 1} < {sink.rows}) {{ /* (the first iterations fill the windows) */")
     body += ["    " + s for s in loop] + ["}"] + finish
     lines += ["    " + s for s in body] + ["}"]
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer

@@ -72,8 +72,14 @@ def consumers(members: list[Member]) -> list[list[tuple[int, RowMap]]]:
     return found
 
 
-def iterations(members: list[Member], block: int) -> int:
-    return -(-members[-1].out_rows // block)
+def steps(members: list[Member], readers: list[list[tuple[int, RowMap]]], block: int) -> list[int]:
+    """Rows each member makes per iteration at most: `block` for the sink, and for a member the most its
+    consumers' steps read of it (a stride-2 consumer's step in rows is twice its own)."""
+    step = [0] * len(members)
+    step[-1] = block
+    for j in range(len(members) - 2, -1, -1):
+        step[j] = max((step[c] * m.stride for c, m in readers[j]), default=block)
+    return step
 
 
 def simulate(members: list[Member], slack: int = 0, block: int = 1, occupancy: list[int] | None = None) -> Simulation:
@@ -95,10 +101,13 @@ def simulate(members: list[Member], slack: int = 0, block: int = 1, occupancy: l
 
 def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None,
          block: int) -> Simulation:
-    """Each iteration, each member makes all the rows it owes in one call (rows [done, need)).
+    """Each iteration the sink asks for `block` more rows; every member makes the rows its consumers
+    will need for that, at most its step more than it has (so the pipeline fills a step at a time
+    instead of the first iteration making every member's whole halo at once, which would size the
+    windows) and only those its inputs already allow, in one call (rows [done, upto)).
 
-    `needs` and `lowest_needed` inlined on plain integers: the fusion stage runs this loop for every
-    option it weighs (thousands on an MCUNet-size model), so it is written for speed."""
+    Written on plain integers: the fusion stage runs this loop for every option it weighs (thousands
+    on an MCUNet-size model)."""
     n = len(members)
     done, first, occupancy = [0] * n, [0] * n, [0] * n
     moved = calls = 0
@@ -106,13 +115,16 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
     sink_calls: list[tuple[int, int]] = []
     member_calls = [0] * n
     out_rows = [m.out_rows for m in members]
+    step = steps(members, readers, block)
     # per member: (consumer, stride, pad, span, in_rows) of each reader; (source, the same) of each read
     reader_maps = [[(c, m.stride, m.pad, m.span, m.in_rows) for c, m in readers[j]] for j in range(n)]
     read_maps = [[(source, m.stride, m.pad, m.span, m.in_rows) for source, m in member.reads] for member in members]
     sink_rows, last = out_rows[-1], n - 1
     need = [0] * n
-    for r in range(iterations(members, block)):
-        need[last] = min(sink_rows, (r + 1) * block)
+    for _ in range(sum(out_rows) + 1):  # every iteration makes a row somewhere: a bound, never reached
+        if done[last] >= sink_rows:
+            break
+        need[last] = min(sink_rows, done[last] + block)
         for j in range(n - 2, -1, -1):
             most = 0
             for c, stride, pad, span, in_rows in reader_maps[j]:
@@ -121,7 +133,13 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
                     most = max(most, min(in_rows, (q - 1) * stride - pad + span))
             need[j] = most
         for j in range(n):
-            q0, q1 = done[j], need[j]
+            q0 = done[j]
+            q1 = min(need[j], q0 + step[j])
+            for source, stride, pad, span, in_rows in read_maps[j]:
+                if source >= 0:
+                    d = done[source]
+                    reach = d + pad - span
+                    q1 = min(q1, out_rows[j] if d >= in_rows else 0 if reach < 0 else reach // stride + 1)
             if q0 >= q1:
                 continue
             if j < last:
@@ -147,6 +165,7 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
             calls += 1
             member_calls[j] += 1
             done[j] = q1
+    assert done[last] >= sink_rows, "the group's loop does not finish"
     return Simulation(occupancy, [0] * n, moved, calls, reads, sink_calls, member_calls=member_calls)
 
 
