@@ -154,6 +154,7 @@ def test_budget_error_names_the_layers_at_the_peak(tmp_path):
     assert "\n" not in message and "budget of 1,000" in message and "--ram-budget" in message
     # the least RAM streams the whole chain by rows: the peak is that row group, named with its operators
     assert "peak at op 0 row group (CONV_2D, DEPTHWISE_CONV_2D" in message and "AVERAGE_POOL_2D" in message
+    assert "rows of functional_1/activation" in message  # its windows, named by the tensor they hold rows of
     assert not (tmp_path / "out").exists()
 
 

@@ -164,11 +164,26 @@ def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, nam
             tensor_of[buffer] = short_name(value.name)
     for buffer in live_names:
         if buffer.startswith("s"):
-            tensor_of.setdefault(buffer, f"scratch of op {buffer[1:].split('_')[0]}")
+            tensor_of.setdefault(buffer, _scratch_name(buffer, steps))
     ordered = sorted(live_names, key=lambda b: (-live_names[b], b))
     tensors = [f"{tensor_of.get(b, b)} {live_names[b]:,} B" for b in ordered]
     op = node.op if not hasattr(node, "ops") else f"row group ({', '.join(n.op for n in node.nodes)})"
     return Peak(step, op, node.index, best[0], best[1], tensors)
+
+
+def _scratch_name(buffer: str, steps: list[Any]) -> str:
+    """A step's scratch buffer ("s<step>_<k>") in words: a row group's are its members' row windows,
+    then the kernels' shared scratch, then an accumulating sink's sums (codegen/stream.py)."""
+    step, k = (int(part) for part in buffer[1:].split("_")[:2])
+    group: Any = steps[step] if step < len(steps) else None
+    if not hasattr(group, "ops"):
+        return f"scratch of op {step}"
+    windows = len(group.window_bytes)
+    if k < windows:
+        return f"rows of {short_name(group.ops[k].output.name)}"
+    if k == windows and group.scratch_region:
+        return f"kernel scratch of op {step}"
+    return f"sums of {short_name(group.ops[-1].output.name)}"
 
 
 def op_counts(graph: Graph) -> dict[str, int]:
