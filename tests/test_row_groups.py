@@ -372,3 +372,30 @@ def test_a_member_read_only_by_the_sink_writes_into_its_rows(monkeypatch):
     monkeypatch.setattr(fusion, "_sink_alias", lambda run: None)
     apart = compile_model(path, CompileOptions(target="cortex-m4"))
     assert result.arena_bytes < apart.arena_bytes
+
+
+@pytest.mark.parametrize("model", ["tflite_micro/micro_speech_quantized.tflite", "mlcommons_tiny/kws_ref_model.tflite"])
+def test_feed_and_pool_sink_are_sanitizer_and_guard_clean(model, tmp_path):
+    """The Cortex-M4 lowering with --schedule min-ram built for the host (the feed's and the row sums'
+    portable bodies): micro_speech's convolution feeds its FC, kws_ref_model's whole chain ends in the
+    global pool's sums. ASan + UBSan on all-min / all-max inputs, and the --debug build's guard zones
+    (exit 2 if a kernel wrote outside its buffer), both equal to TFLM."""
+    from nn2c.verify.build import build, run
+    from nn2c.verify.oracle import run_tflm
+    from tests.c_safety import SANITIZE_FLAGS, extreme_records
+    from tests.oracle_check import assert_records_match
+
+    path = model_path(model)
+    result = compile_model(path, CompileOptions(target="cortex-m4", schedule="min-ram"))
+    kinds = [o.node.op for g in result.schedule.fusion.groups for o in g.ops]
+    assert "FULLY_CONNECTED" in kinds or "AVERAGE_POOL_2D" in kinds, kinds
+    exe = build(result.write(tmp_path / "asan"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    records = extreme_records(result.graph)
+    assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
+                         run_tflm(path, records, len(result.graph.outputs)))
+    debug = compile_model(path, CompileOptions(target="cortex-m4", schedule="min-ram", debug=True))
+    exe = build(debug.write(tmp_path / "debug"), tmp_path / "debug_runner", opt="-O1")
+    records = [np.random.default_rng(k).integers(-128, 128, v.type.shape).astype(np.int8)
+               for k, v in enumerate(debug.graph.inputs)]
+    assert_records_match(run(exe, [records], debug.graph.inputs, debug.graph.outputs),
+                         run_tflm(path, [records], len(debug.graph.outputs)))
