@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nn2c.api import CompileOptions, compile_model, load_model
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Graph
 from nn2c.ir.cost import macs
 from nn2c.passes.pipeline import optimize
@@ -283,3 +285,36 @@ def test_vww_as_published_has_dead_channels_and_stays_bit_exact(tmp_path):
     imported, compiled, _ = _macs_and_arena(path)
     assert compiled < 0.6 * imported
     assert_matches_tflm(path, tmp_path, records=2)
+
+
+def _pool_without_input() -> bytes:
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 4, 4, 2), scale=0.1, zero_point=0)
+    w = b.tensor("int8", (2, 1, 1, 2), scale=[0.1, 0.1], zero_point=[0, 0], axis=0,
+                 data=np.array([[[[0, 0]]], [[[1, 2]]]]))  # one all-zero filter: prune-channels looks further
+    h = b.tensor("int8", (1, 4, 4, 2), scale=0.1, zero_point=0)
+    b.op("CONV_2D", [x, w, -1], [h], {"padding": "VALID", "stride_h": 1, "stride_w": 1})
+    y = b.tensor("int8", (1, 1, 1, 2), scale=0.1, zero_point=0)
+    b.op("AVERAGE_POOL_2D", [], [y], {"padding": "VALID", "stride_h": 1, "stride_w": 1, "filter_height": 4,
+                                      "filter_width": 4})
+    return b.build([x], [y, h])
+
+
+def _fc_of_a_scalar() -> bytes:
+    b = ModelBuilder()
+    x = b.tensor("int8", (), scale=0.1, zero_point=0)
+    w = b.tensor("int8", (2, 3), scale=0.1, zero_point=0, data=np.zeros((2, 3)))
+    y = b.tensor("int8", (1, 2), scale=0.1, zero_point=0)
+    b.op("FULLY_CONNECTED", [x, w, -1], [y])
+    return b.build([x], [y])
+
+
+@pytest.mark.parametrize("build", [_pool_without_input, _fc_of_a_scalar])
+def test_malformed_operators_get_one_error_line_past_prune_channels(build, tmp_path):
+    """Two mutants the fuzzer found (a pool with no input, a FULLY_CONNECTED of a 0-d tensor) once raised
+    IndexError inside prune-channels; the operator's own check now says what is wrong."""
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(build())
+    with pytest.raises(InvalidModelError) as error:
+        compile_model(path)
+    assert "\n" not in str(error.value) and "op #" in str(error.value)

@@ -127,7 +127,8 @@ def _matmul_ok(node: Node) -> bool:
     if not out.type.shape or (bias is not None and bias.type.num_elements != out.type.shape[-1]):
         return False  # a malformed bias: left to the lowering, which reports it
     if node.op == "FULLY_CONNECTED":
-        return len(w.type.shape) == 2 and x.type.shape[-1] == w.type.shape[1] and out.type.shape[-1] == w.type.shape[0]
+        return len(w.type.shape) == 2 and bool(x.type.shape) and x.type.shape[-1] == w.type.shape[1] and \
+            out.type.shape[-1] == w.type.shape[0]
     if len(x.type.shape) != 4 or len(w.type.shape) != 4:
         return False
     if node.op == "CONV_2D":
@@ -189,6 +190,8 @@ def _pass_through(node: Node) -> bool:
     if out is None or not _is_activation(out):
         return False
     data = [v for v in node.inputs if v is not None]
+    if not data:
+        return False  # a malformed operator: left to the lowering, which reports it
     if node.op in POOLS:
         return _is_activation(data[0]) and _same_kind(data[0], out) and len(out.type.shape) == 4
     if node.op == "RESHAPE":
