@@ -115,51 +115,69 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
     sink_calls: list[tuple[int, int]] = []
     member_calls = [0] * n
     out_rows = [m.out_rows for m in members]
+    row_bytes = [m.row_bytes for m in members]
     step = steps(members, readers, block)
-    # per member: (consumer, stride, pad, span, in_rows) of each reader; (source, the same) of each read
+    # per member: (consumer, stride, pad, span, in_rows) of each reader; (source, stride, pad, span,
+    # in_rows) of each read of another member's rows; (outside tensor, stride, pad) of each outside read
     reader_maps = [[(c, m.stride, m.pad, m.span, m.in_rows) for c, m in readers[j]] for j in range(n)]
-    read_maps = [[(source, m.stride, m.pad, m.span, m.in_rows) for source, m in member.reads] for member in members]
+    inner_reads = [[(s, m.stride, m.pad, m.span, m.in_rows) for s, m in member.reads if s >= 0] for member in members]
+    outer_reads = [[(-1 - s, m.stride, m.pad) for s, m in member.reads if s < 0] for member in members]
+    own_row = [j == n - 1 and m.elementwise for j, m in enumerate(members)]
     sink_rows, last = out_rows[-1], n - 1
     need = [0] * n
     for _ in range(sum(out_rows) + 1):  # every iteration makes a row somewhere: a bound, never reached
         if done[last] >= sink_rows:
             break
-        need[last] = min(sink_rows, done[last] + block)
+        q = done[last] + block
+        need[last] = q if q < sink_rows else sink_rows
         for j in range(n - 2, -1, -1):
             most = 0
             for c, stride, pad, span, in_rows in reader_maps[j]:
                 q = need[c]
                 if q > 0:
-                    most = max(most, min(in_rows, (q - 1) * stride - pad + span))
+                    q = (q - 1) * stride - pad + span
+                    if q > in_rows:
+                        q = in_rows
+                    if q > most:
+                        most = q
             need[j] = most
         for j in range(n):
             q0 = done[j]
-            q1 = min(need[j], q0 + step[j])
-            for source, stride, pad, span, in_rows in read_maps[j]:
-                if source >= 0:
-                    d = done[source]
+            q1 = need[j]
+            if q1 > q0 + step[j]:
+                q1 = q0 + step[j]
+            for source, stride, pad, span, in_rows in inner_reads[j]:
+                d = done[source]
+                if d < in_rows:  # rows its input allows so far
                     reach = d + pad - span
-                    q1 = min(q1, out_rows[j] if d >= in_rows else 0 if reach < 0 else reach // stride + 1)
+                    allowed = 0 if reach < 0 else reach // stride + 1
+                    if allowed < q1:
+                        q1 = allowed
             if q0 >= q1:
                 continue
             if j < last:
-                lows = [max(0, done[c] * stride - pad) for c, stride, pad, _, _ in reader_maps[j]
-                        if done[c] < out_rows[c]]
-                assert lows, "a row nobody reads"
-                low = min(min(lows), q0)  # rows a strided consumer skips may still be computed
-                occupancy[j] = max(occupancy[j], q1 - low)
+                low = q0  # rows a strided consumer skips may still be computed
+                for c, stride, pad, _, _ in reader_maps[j]:
+                    if done[c] < out_rows[c]:
+                        lo = done[c] * stride - pad
+                        if lo < low:
+                            low = lo if lo > 0 else 0
+                if q1 - low > occupancy[j]:
+                    occupancy[j] = q1 - low
                 if capacity is not None and q1 - first[j] > capacity[j]:
                     assert q1 - low <= capacity[j], "window too small to advance"
-                    moved += (q0 - low) * members[j].row_bytes
+                    moved += (q0 - low) * row_bytes[j]
                     first[j] = low
-            for source, stride, pad, span, in_rows in read_maps[j]:
-                lo = max(0, q0 * stride - pad)
-                if source >= 0:
-                    hi = min(in_rows, (q1 - 1) * stride - pad + span)
-                    assert hi <= done[source], f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
-                    assert capacity is None or lo >= first[source], f"member {j} row {q0} reads a dropped row"
-                else:
-                    reads.append((calls, -1 - source, lo, j == last and members[j].elementwise))
+            for source, stride, pad, span, in_rows in inner_reads[j]:
+                hi = (q1 - 1) * stride - pad + span
+                assert hi <= done[source] or in_rows <= done[source], \
+                    f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
+                lo = q0 * stride - pad
+                assert capacity is None or (lo if lo > 0 else 0) >= first[source], \
+                    f"member {j} row {q0} reads a dropped row"
+            for tensor, stride, pad in outer_reads[j]:
+                lo = q0 * stride - pad
+                reads.append((calls, tensor, lo if lo > 0 else 0, own_row[j]))
             if j == last:
                 sink_calls.append((calls, q1))
             calls += 1
