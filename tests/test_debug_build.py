@@ -44,7 +44,9 @@ def _plant(source: str, name: str, step: int, statement: str) -> str:
 
 @pytest.mark.parametrize(("where", "expected_op"), [("behind", 3), ("canary", 5)])
 def test_out_of_bounds_write_is_caught_and_names_the_operator(tmp_path, where, expected_op):
-    result = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions(debug=True))
+    # layer by layer, so that step k is operator k (the default streams kws's chain as one row group)
+    result = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"),
+                           CompileOptions(debug=True, schedule="layer"))
     name = result.name
     out = result.write(tmp_path / "out")
     source = (out / f"{name}.c").read_text()
