@@ -206,7 +206,7 @@ class RowGroup:
     # a member whose rows the element-wise sink alone reads, element by element: it writes them straight
     # into the sink's output rows, which the sink then overwrites in place (no window of its own)
     alias: int | None = None
-    # a SIMD convolution whose output only the accumulating sink reads hands it FEED_PIXELS(out_c) pixels
+    # a SIMD convolution whose output only the accumulating sink reads hands it feed_pixels(out_c) pixels
     # at a time (nn2c_conv_s8_simd_fc): its window is those pixels instead of whole rows
     feed: bool = False
     op: str = "ROW_GROUP"
