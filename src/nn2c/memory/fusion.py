@@ -342,17 +342,21 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             if not _closed(members_ops, position, first, last, graph_outputs):
                 continue
             sink_rows = members_ops[-1].rows
-            prepared = _prepare(members_ops)
-            for block in sorted({b for b in BLOCKS if b <= sink_rows} | {min(sink_rows, _block_for(members_ops))}):
-                occupancy: list[int] | None = None
-                for slack in SLACKS:
-                    group = _build(prepared, slack, block, lifetimes, last, inplace, occupancy)
-                    occupancy = group.sim.occupancy if group is not None else None
-                    if group is None:
-                        break
-                    options.append(_option(group, first, last, lifetimes))
-                    if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
-                        break  # windows already whole: more slack changes nothing
+            # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
+            # than row calls on some cores (Helium): both are options, the policy weighs them
+            for feed in sorted({feeds_sums(members_ops), False}, reverse=True):
+                prepared = _prepare(members_ops, feed)
+                blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
+                for block in sorted(blocks):
+                    occupancy: list[int] | None = None
+                    for slack in SLACKS:
+                        group = _build(prepared, slack, block, lifetimes, last, inplace, occupancy)
+                        occupancy = group.sim.occupancy if group is not None else None
+                        if group is None:
+                            break
+                        options.append(_option(group, first, last, lifetimes))
+                        if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
+                            break  # windows already whole: more slack changes nothing
     return options
 
 
@@ -409,7 +413,7 @@ class _Prepared:
     feed: bool
 
 
-def _prepare(run: list[StreamOp]) -> _Prepared:
+def _prepare(run: list[StreamOp], feed: bool) -> _Prepared:
     alias = _sink_alias(run)
     if alias is not None:  # it runs last before the sink (only the sink reads it: any later slot is valid)
         run = run[:alias] + run[alias + 1 : -1] + [run[alias], run[-1]]
@@ -423,7 +427,7 @@ def _prepare(run: list[StreamOp]) -> _Prepared:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
     region, offsets = _kernel_scratch(run)
-    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, feeds_sums(run))
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, feed)
 
 
 def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
