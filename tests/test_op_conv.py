@@ -39,6 +39,7 @@ class Case:
     groups: int = 1
     bias: bool = True
     equal_scales: bool = False  # one scale per channel, all equal (TFLite treats it as per-tensor)
+    gain: float = 1.0  # output scale divided by this: above ~100, some channels' multipliers exceed 0.5 (shift >= 0)
 
 
 def _seed(case: Case) -> int:
@@ -81,6 +82,7 @@ def _add_quantized_op(b: ModelBuilder, case: Case, depthwise: bool, act: str, rn
     x_range = 74.0 if act == "int8" else 19000.0  # std of uniform int8 / int16 data
     target = 40.0 if act == "int8" else 8000.0
     out_scale = float(in_scale * np.mean(w_scales) * sqrt(depth) * 73.0 * x_range / target * rng.uniform(0.7, 1.4))
+    out_scale /= case.gain
     izp = case.input_zp if act == "int8" else 0
     ozp = case.output_zp if act == "int8" else 0
     x = b.tensor(act, case.shape, scale=in_scale, zero_point=izp)
@@ -162,6 +164,8 @@ DEPTHWISE_CASES = [
     Case((1, 11, 9, 19), 2, kernel=(5, 5), stride=(1, 2), dilation=(1, 2), activation="RELU"),
     Case((1, 6, 6, 32), 1, kernel=(3, 3), bias=False, activation="RELU_N1_TO_1"),
     Case((3, 4, 4, 17), 1, kernel=(4, 4), padding="VALID", input_zp=-50, output_zp=20),
+    # shifts of both signs in one layer: the DSP kernel's requantisation with the shift branch
+    Case((1, 5, 6, 12), 1, gain=250.0),
 ]
 
 
@@ -336,6 +340,27 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
     calls = {call for layer in report.layers for call in layer.calls}
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
+
+
+def test_cortex_m_kernels_unoptimised_in_qemu(tmp_path: Path, monkeypatch):
+    """The C fallbacks of the DSP kernels' inline assembly (GCC keeps too few registers free for it
+    without optimisation): the same cases built at -O0 for the Cortex-M4, bit-exact with TFLM."""
+    from nn2c.targets import cortexm_build
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    flags = ["-O0" if flag == "-O2" else flag for flag in cortexm_build.COMPILE_FLAGS]
+    assert "-O0" in flags
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+    cases = [(c, False) for c in CONV_CASES] + [(c, True) for c in DEPTHWISE_CASES]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model(cases, "int8", 21))
+    report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
 
 def _add_model() -> bytes:

@@ -199,6 +199,62 @@ NN2C_INLINE int32_t nn2c_dsp_requant1(const nn2c_simd_out_t *o, int32_t c, int32
     return nn2c_dsp_requant_sat(a, o->multipliers[c], o->shifts[c], o->rounding + 2 * c, o->offset);
 }
 
+/* Requantisation in assembly for channels whose shift is negative (checked once per call,
+ * nn2c_dsp_all_right): nn2c_dsp_requant_sat without its branch, where GCC 12 spent 15-17
+ * instructions per output on the C (register spills around the 64-bit sums). mp / sp_ / rp: the
+ * group's multipliers, shifts and rounding pairs; channel I of the group. First the channel's
+ * multiplier and -shift - 1 (= ~shift): */
+#define NN2C_DSP_RQ_CHANNEL(I) \
+    "ldr    %[m], [%[mp], #" #I "*4]\n\t" \
+    "ldr    %[sh], [%[sp_], #" #I "*4]\n\t" \
+    "mvn    %[sh], %[sh]\n\t"
+/* then each sum S of that channel: the fused 64-bit sum (nn2c_dsp_fused_high), the shift, the
+ * offset, SSAT to int8 in S: 7 instructions. */
+#define NN2C_DSP_RQ_SUM(S, I) \
+    "lsr    %[lo], %[" S "], #31\n\t" \
+    "add    %[lo], %[rp], %[lo], lsl #3\n\t" \
+    "ldrd   %[lo], %[hi], [%[lo], #" #I "*16]\n\t" \
+    "smlal  %[lo], %[hi], %[" S "], %[m]\n\t" \
+    "asr    %[hi], %[hi], %[sh]\n\t" \
+    "add    %[hi], %[hi], %[off]\n\t" \
+    "ssat   %[" S "], #8, %[hi]\n\t"
+#define NN2C_DSP_RQ_OPERANDS(NCH) \
+    : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo), \
+      [hi] "=&r"(hi) \
+    : [mp] "r"(mp), [sp_] "r"(sp_), [rp] "r"(rp), [off] "r"(off), "m"(*(const int32_t(*)[NCH])mp), \
+      "m"(*(const int32_t(*)[NCH])sp_), "m"(*(const int64_t(*)[2 * (NCH)])rp)
+
+/* Four channels of one pixel (sums s0..s3), packed into a word, lowest channel in the lowest
+ * byte: 43 instructions. */
+NN2C_INLINE int32_t nn2c_dsp_requant4_right(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t *mp,
+                                            const int32_t *sp_, const int64_t *rp, int32_t off) {
+#if defined(__OPTIMIZE__)
+    int32_t m, sh, lo, hi;
+    __asm__(NN2C_DSP_RQ_CHANNEL(0) NN2C_DSP_RQ_SUM("s0", 0) NN2C_DSP_RQ_CHANNEL(1) NN2C_DSP_RQ_SUM("s1", 1)
+            NN2C_DSP_RQ_CHANNEL(2) NN2C_DSP_RQ_SUM("s2", 2) NN2C_DSP_RQ_CHANNEL(3) NN2C_DSP_RQ_SUM("s3", 3)
+            "bfi    %[s0], %[s1], #8, #8\n\t"
+            "bfi    %[s0], %[s2], #16, #8\n\t"
+            "bfi    %[s0], %[s3], #24, #8\n\t" NN2C_DSP_RQ_OPERANDS(4));
+    return s0;
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+    const int32_t s[4] = {s0, s1, s2, s3};
+    uint32_t word = 0;
+    for (int32_t i = 0; i < 4; ++i) {
+        const int32_t y = nn2c_dsp_requant_sat(s[i], mp[i], sp_[i], rp + 2 * i, off);
+        word |= ((uint32_t)y & 0xFFu) << (8 * i);
+    }
+    return (int32_t)word;
+#endif
+}
+
+/* Whether every shift of a layer's output stage is negative (the assembly requantisation applies). */
+static int nn2c_dsp_all_right(const int32_t *shifts, int32_t n) {
+    for (int32_t c = 0; c < n; ++c) {
+        if (shifts[c] >= 0) return 0;
+    }
+    return 1;
+}
+
 NN2C_INLINE int32_t nn2c_dsp_clamp(int32_t y, int32_t lo, int32_t hi) {
     y = y < lo ? lo : y;
     return y > hi ? hi : y;
@@ -1093,10 +1149,24 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
 
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out) {
+                               int8_t *out, int right) {
     const int narrow = o->lo > -128 || o->hi < 127;
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
     int32_t c = 0;
+    if (right && !narrow) { /* the usual case: straight-line requantisation, one word stored per group */
+        const int32_t groups = C >> 2;
+        const int32_t *bias = p->bias, *mp = o->multipliers, *shp = o->shifts;
+        const int64_t *rp = o->rounding;
+        int8_t *const end = out + 4 * groups;
+        /* pointers that walk the channels: fewer values for GCC to keep around the assembly */
+        for (int8_t *y = out; y != end; y += 4, bias += 4, mp += 4, shp += 4, rp += 8, base += 4) {
+            int32_t s[4] = {bias[0], bias[1], bias[2], bias[3]};
+            nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
+            nn2c_simd_st32(y, nn2c_dsp_requant4_right(s[0], s[1], s[2], s[3], mp, shp, rp, o->offset));
+        }
+        c = 4 * groups;
+        base -= (uintptr_t)c;
+    }
     for (; c + 4 <= C; c += 4) {
         int32_t s[4] = {p->bias[c], p->bias[c + 1], p->bias[c + 2], p->bias[c + 3]};
         nn2c_dsp_dw_taps(base + (uintptr_t)c, taps, n_taps, &wp, s);
@@ -1155,7 +1225,8 @@ NN2C_INLINE void nn2c_dw_out8(const nn2c_dw_simd_params_t *p, const nn2c_simd_ou
 /* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap. */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out) {
+                               int8_t *out, int right) {
+    (void)right; /* (the DSP kernel's requantisation without branches) */
     int32_t c = 0;
     for (; c + 16 <= C; c += 16, filter += 16 * n_taps) {
         const int32_t n = C - c;
@@ -1223,7 +1294,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 /* Portable: either layout (hosts run the Cortex-M layouts through it). */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out) {
+                               int8_t *out, int right) {
+    (void)right; /* (the DSP kernel's requantisation without branches) */
     const int32_t L = p->lanes;
     for (int32_t c = 0; c < C; ++c) {
         const int32_t j = c % L, group = c / L;
@@ -1261,6 +1333,11 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const int32_t span_h = (g->filter_h - 1) * g->dilation_h, span_w = (g->filter_w - 1) * g->dilation_w;
     const nn2c_simd_out_t o =
         nn2c_simd_out(p->multipliers, p->shifts, p->rounding, p->output_offset, p->act_min, p->act_max);
+#if defined(NN2C_SIMD_DSP)
+    const int right = nn2c_dsp_all_right(p->shifts, C);
+#else
+    const int right = 0;
+#endif
     nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
         for (int32_t fx = 0; fx < g->filter_w; ++fx, ++t) {
@@ -1290,9 +1367,9 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
                 if (n_taps == 9) {
-                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out); /* 3x3: the tap count a constant */
+                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out, right); /* 3x3: the tap count a constant */
                 } else {
-                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out);
+                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out, right);
                 }
             }
         }
