@@ -1078,6 +1078,14 @@ void nn2c_conv_s8_simd_fc(const nn2c_conv_simd_params_t *p, const int8_t *input,
 
 /* --- DEPTHWISE_CONV_2D --------------------------------------------------------------------------- */
 
+/* How a pixel's window is read (nn2c_dw_s8_simd): `right`: every shift negative (the DSP kernel's
+ * requantisation in assembly); col / row: the column and row steps of a 3x3 window inside the
+ * image (col 0: the tap-offset table). */
+typedef struct {
+    int right;
+    int32_t col, row;
+} nn2c_dw_window_t;
+
 /* The input pixel of a tap: byte offsets from the pixel at the window's top-left corner (which may
  * lie outside the image: it is kept as an integer), padding taps lead to the zero-point row. */
 NN2C_INLINE const int8_t *nn2c_dw_tap(uintptr_t base, intptr_t offset) {
@@ -1147,13 +1155,61 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
     s[3] = s3;
 }
 
+/* The nine taps of a 3x3 window inside the image, channels [c, c + 4): the input words addressed
+ * from the window's row start (b) by the column step (the third from b + col), the row start
+ * advanced by the row step: 26 instructions per row, no tap-offset table and no loop counter
+ * (NN2C_DSP_DW_TAP: 27 plus the loop's 2 per row). 12 registers, as the table's loop. */
+#define NN2C_DSP_DW_TAP3(LOAD) \
+    LOAD \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "sxtb16 %[xe], %[x]\n\t" \
+    "sxtb16 %[x], %[x], ror #8\n\t" \
+    "smlabb %[s0], %[xe], %[we], %[s0]\n\t" \
+    "smlatt %[s2], %[xe], %[we], %[s2]\n\t" \
+    "smlabb %[s1], %[x], %[wo], %[s1]\n\t" \
+    "smlatt %[s3], %[x], %[wo], %[s3]\n\t"
+#define NN2C_DSP_DW_ROW3 \
+    NN2C_DSP_DW_TAP3("ldr    %[x], [%[b]]\n\t") NN2C_DSP_DW_TAP3("ldr    %[x], [%[b], %[col]]\n\t") \
+    NN2C_DSP_DW_TAP3("add    %[x], %[b], %[col]\n\tldr    %[x], [%[x], %[col]]\n\t")
+
+NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, const nn2c_simd_word_t **w,
+                                     int32_t s[4]) {
+    int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    const nn2c_simd_word_t *wp = *w;
+#if !defined(__OPTIMIZE__) /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+    for (int32_t fy = 0; fy < 3; ++fy, b += (uintptr_t)row) {
+        for (int32_t fx = 0; fx < 3; ++fx, wp += 2) {
+            const int32_t x = nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col)));
+            const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
+            s0 = __smlabb(xe, wp[0], s0);
+            s2 = __smlatt(xe, wp[0], s2);
+            s1 = __smlabb(xo, wp[1], s1);
+            s3 = __smlatt(xo, wp[1], s3);
+        }
+    }
+#else
+    int32_t x, xe, we, wo;
+    __asm__ volatile(NN2C_DSP_DW_ROW3 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
+                     "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
+                       [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
+                     : [col] "r"(col), [row] "r"(row)
+                     : "memory");
+#endif
+    *w = wp;
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out, int right) {
+                               int8_t *out, const nn2c_dw_window_t *window) {
     const int narrow = o->lo > -128 || o->hi < 127;
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
     int32_t c = 0;
-    if (right && !narrow) { /* the usual case: straight-line requantisation, one word stored per group */
+    if (window->right && !narrow) { /* the usual case: straight-line requantisation, one word stored per group */
         const int32_t groups = C >> 2;
         const int32_t *bias = p->bias, *mp = o->multipliers, *shp = o->shifts;
         const int64_t *rp = o->rounding;
@@ -1161,7 +1217,11 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         /* pointers that walk the channels: fewer values for GCC to keep around the assembly */
         for (int8_t *y = out; y != end; y += 4, bias += 4, mp += 4, shp += 4, rp += 8, base += 4) {
             int32_t s[4] = {bias[0], bias[1], bias[2], bias[3]};
-            nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
+            if (window->col) {
+                nn2c_dsp_dw_taps3x3(base, window->col, window->row, &wp, s);
+            } else {
+                nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
+            }
             nn2c_simd_st32(y, nn2c_dsp_requant4_right(s[0], s[1], s[2], s[3], mp, shp, rp, o->offset));
         }
         c = 4 * groups;
@@ -1225,8 +1285,8 @@ NN2C_INLINE void nn2c_dw_out8(const nn2c_dw_simd_params_t *p, const nn2c_simd_ou
 /* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap. */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out, int right) {
-    (void)right; /* (the DSP kernel's requantisation without branches) */
+                               int8_t *out, const nn2c_dw_window_t *window) {
+    (void)window; /* (the DSP kernel's requantisation and 3x3 reads) */
     int32_t c = 0;
     for (; c + 16 <= C; c += 16, filter += 16 * n_taps) {
         const int32_t n = C - c;
@@ -1294,8 +1354,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 /* Portable: either layout (hosts run the Cortex-M layouts through it). */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
-                               int8_t *out, int right) {
-    (void)right; /* (the DSP kernel's requantisation without branches) */
+                               int8_t *out, const nn2c_dw_window_t *window) {
+    (void)window; /* (the DSP kernel's requantisation and 3x3 reads) */
     const int32_t L = p->lanes;
     for (int32_t c = 0; c < C; ++c) {
         const int32_t j = c % L, group = c / L;
@@ -1338,6 +1398,9 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
 #else
     const int right = 0;
 #endif
+    const int grid3 = g->filter_h == 3 && g->filter_w == 3;
+    const nn2c_dw_window_t by_table = {right, 0, 0};
+    const nn2c_dw_window_t by_steps = {right, grid3 ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
     nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
         for (int32_t fx = 0; fx < g->filter_w; ++fx, ++t) {
@@ -1353,6 +1416,7 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 const int32_t ix0 = ox * g->stride_w - g->pad_w;
                 const uintptr_t base = (uintptr_t)in_b + (uintptr_t)(intptr_t)((iy0 * g->in_w + ix0) * C);
                 const intptr_t *taps = inner;
+                const nn2c_dw_window_t *window = &by_steps;
                 if (!rows_inside || ix0 < 0 || ix0 + span_w >= g->in_w) { /* a window over the border */
                     const intptr_t to_zero = (intptr_t)((uintptr_t)zero_row - base);
                     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
@@ -1364,12 +1428,13 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                         }
                     }
                     taps = border;
+                    window = &by_table;
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
                 if (n_taps == 9) {
-                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out, right); /* 3x3: the tap count a constant */
+                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out, window); /* 3x3: the tap count a constant */
                 } else {
-                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out, right);
+                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out, window);
                 }
             }
         }
