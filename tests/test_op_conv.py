@@ -342,9 +342,11 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
 
 
-def test_cortex_m_kernels_unoptimised_in_qemu(tmp_path: Path, monkeypatch):
-    """The C fallbacks of the DSP kernels' inline assembly (GCC keeps too few registers free for it
-    without optimisation): the same cases built at -O0 for the Cortex-M4, bit-exact with TFLM."""
+@pytest.mark.parametrize("build", ["-O0", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
+def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch, build: str):
+    """The C versions of the DSP kernels' inline assembly, which GCC cannot give registers without
+    optimisation (-O0) or with a frame pointer kept (NN2C_NO_INLINE_ASM, docs/user-guide.md): the
+    same cases built that way for the Cortex-M4, bit-exact with TFLM."""
     from nn2c.targets import cortexm_build
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools
@@ -352,8 +354,8 @@ def test_cortex_m_kernels_unoptimised_in_qemu(tmp_path: Path, monkeypatch):
     missing = missing_tools()
     if missing:
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
-    flags = ["-O0" if flag == "-O2" else flag for flag in cortexm_build.COMPILE_FLAGS]
-    assert "-O0" in flags
+    flags = [part for flag in cortexm_build.COMPILE_FLAGS for part in (build.split() if flag == "-O2" else [flag])]
+    assert flags.count(build.split()[0]) == 1 and flags.count("-O2") + flags.count("-O0") == 1
     monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
     cases = [(c, False) for c in CONV_CASES] + [(c, True) for c in DEPTHWISE_CASES]
     path = tmp_path / "model.tflite"

@@ -12,6 +12,14 @@
 #include <string.h>
 #include <float.h>
 
+/* The SIMD kernels' hot loops are GCC inline assembly needing up to 12 general registers, which GCC
+ * finds only when optimising and without a frame pointer; each has a C version computing the same
+ * results. Define NN2C_NO_INLINE_ASM to take the C versions (e.g. in a firmware build with
+ * -fno-omit-frame-pointer, where the assembly fails with "asm operand has impossible constraints"). */
+#if defined(__OPTIMIZE__) && !defined(NN2C_NO_INLINE_ASM)
+#define NN2C_INLINE_ASM 1
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define NN2C_ALIGNED(n) __attribute__((aligned(n)))
 #define NN2C_INLINE static inline __attribute__((always_inline))

@@ -228,7 +228,7 @@ NN2C_INLINE int32_t nn2c_dsp_requant1(const nn2c_simd_out_t *o, int32_t c, int32
  * byte: 43 instructions. */
 NN2C_INLINE int32_t nn2c_dsp_requant4_right(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t *mp,
                                             const int32_t *sp_, const int64_t *rp, int32_t off) {
-#if defined(__OPTIMIZE__)
+#if defined(NN2C_INLINE_ASM)
     int32_t m, sh, lo, hi;
     __asm__(NN2C_DSP_RQ_CHANNEL(0) NN2C_DSP_RQ_SUM("s0", 0) NN2C_DSP_RQ_CHANNEL(1) NN2C_DSP_RQ_SUM("s1", 1)
             NN2C_DSP_RQ_CHANNEL(2) NN2C_DSP_RQ_SUM("s2", 2) NN2C_DSP_RQ_CHANNEL(3) NN2C_DSP_RQ_SUM("s3", 3)
@@ -369,7 +369,7 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
         const int8_t *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
         int32_t s0 = m->bias[c], s1 = m->bias[c + 1], s2 = m->bias[c + 2], s3 = m->bias[c + 3];
         const int8_t *x0 = a0, *wp = w;
-#if defined(__OPTIMIZE__)
+#if defined(NN2C_INLINE_ASM)
         if (blocks > 0) {
             const int8_t *const x0_end = a0 + 4 * blocks;
             int32_t xe, xo, w0, w1, t;
@@ -474,7 +474,7 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
     int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
     int32_t w0, w1, w0e, w1e, xe, xo;
     const nn2c_simd_word_t *wp = *w;
-#if defined(__OPTIMIZE__)
+#if defined(NN2C_INLINE_ASM)
     if (blocks & 1) {
         __asm__ volatile(NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_OPERANDS);
     }
@@ -594,7 +594,7 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
     const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max), zero = vdupq_n_s32(0);
     const mve_pred16_t tail_pred = vctp8q((uint32_t)tail);
     for (int32_t c = 0; c < out_c; c += 4) {
-#if defined(__OPTIMIZE__)
+#if defined(NN2C_INLINE_ASM)
         register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
         register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
         const int8_t *x0 = a0, *x1 = a1;
@@ -1117,7 +1117,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
                                   int32_t s[4]) {
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     const nn2c_simd_word_t *wp = *w;
-#if !defined(__OPTIMIZE__) /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+#if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     for (int32_t t = 0; t < n_taps; ++t, wp += 2) {
         const int32_t x = nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t]));
         const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
@@ -1176,7 +1176,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
                                      int32_t s[4]) {
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     const nn2c_simd_word_t *wp = *w;
-#if !defined(__OPTIMIZE__) /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+#if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     for (int32_t fy = 0; fy < 3; ++fy, b += (uintptr_t)row) {
         for (int32_t fx = 0; fx < 3; ++fx, wp += 2) {
             const int32_t x = nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col)));

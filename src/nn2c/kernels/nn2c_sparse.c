@@ -54,7 +54,7 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, con
         acc = vmladavaq_p_s8(acc, xv, vldrbq_z_s8(value + k, live), live);
     }
     return acc;
-#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__OPTIMIZE__)
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
     /* Arm DSP, 17 instructions per 4 entries: four position bytes, one word of four weights split by
      * SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20) */
     if (n > 0) {
