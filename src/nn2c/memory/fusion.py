@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, feed_pixels, feeds_sums, member_of, stream_op
-from nn2c.ir import Graph, Node, Value, dtype_bytes
+from nn2c.ir import Graph, Node, Value
 from nn2c.ir.cost import macs
 from nn2c.memory.arena import Planned, plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
@@ -106,8 +106,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     if policy == "layer" or not nodes:
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
-    groups = _group_options(graph, codes, ctx, aliases, inplace,
-                            [o.peak for o in _single_options(graph, codes, aliases, False)])
+    groups = _group_options(graph, codes, ctx, aliases, inplace)
     if not groups:  # nothing streams: layer by layer is the only schedule
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
@@ -323,10 +322,7 @@ class _Lifetimes:
 
 
 def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
-                   inplace: bool, single_peaks: list[int]) -> list[Option]:
-    """The row groups worth weighing. `single_peaks`: each step's live bytes alone, without in-place
-    sharing; a run whose group cannot go below the largest of them over its steps is left out before
-    it is simulated (those steps alone reach that RAM at no cost: most runs, on MobileNets)."""
+                   inplace: bool) -> list[Option]:
     nodes = list(graph.nodes)
     ops = [stream_op(code, ctx) for code in codes]
     lifetimes = _Lifetimes(graph, aliases)
@@ -345,8 +341,6 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                 break  # an accumulating operator ends its group: its output exists only at the end
             if not _closed(members_ops, position, first, last, graph_outputs):
                 continue
-            if _least_peak(members_ops, first, last, lifetimes) >= max(single_peaks[first : last + 1]):
-                continue
             sink_rows = members_ops[-1].rows
             # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
             # than row calls on some cores (Helium): both are options, the policy weighs them
@@ -364,29 +358,6 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                         if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
                             break  # windows already whole: more slack changes nothing
     return options
-
-
-def _least_peak(run: list[StreamOp], first: int, last: int, lifetimes: _Lifetimes) -> int:
-    """A lower bound of the live bytes of any group of this run (_option): what is alive entering it,
-    the sink's output less the most an in-place output can share with an outside input, the kernels'
-    shared scratch, and each intermediate's window at its least: the rows one call of a consumer
-    reads (none for a member that may write into the sink's rows, a few pixels for a feed)."""
-    made = {id(op.output) for op in run}
-    outside = {id(v): v.type.num_bytes for op in run for _, v, _ in op.streamed if id(v) not in made}
-    sink = run[-1].output.type.num_bytes
-    shared = max((min(size, sink) for size in outside.values()), default=0)
-    alias = _sink_alias(run)
-    feed = feeds_sums(run)
-    windows = 0
-    for j, op in enumerate(run[:-1]):
-        if j == alias:
-            continue
-        if feed and j == 0:
-            windows += feed_pixels(op.output.type.shape[-1]) * op.output.type.shape[-1]
-            continue
-        rows = max((m.span for other in run for _, v, m in other.streamed if v is op.output), default=1)
-        windows += min(rows, op.rows) * op.row_elements * dtype_bytes(op.output.type.dtype)
-    return lifetimes.alive_entering(first, last) + sink - shared + windows + _kernel_scratch(run)[0]
 
 
 def _closed(run: list[StreamOp], position: dict[int, int], first: int, last: int, graph_outputs: set[int]) -> bool:
