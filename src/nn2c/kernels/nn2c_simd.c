@@ -1431,11 +1431,7 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                     window = &by_table;
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
-                if (n_taps == 9) {
-                    nn2c_dw_pixel(p, &o, C, base, taps, 9, filter, out, window); /* 3x3: the tap count a constant */
-                } else {
-                    nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out, window);
-                }
+                nn2c_dw_pixel(p, &o, C, base, taps, n_taps, filter, out, window);
             }
         }
     }
