@@ -236,7 +236,7 @@ NN2C_INLINE int32_t nn2c_dsp_requant4_right(int32_t s0, int32_t s1, int32_t s2, 
             "bfi    %[s0], %[s2], #16, #8\n\t"
             "bfi    %[s0], %[s3], #24, #8\n\t" NN2C_DSP_RQ_OPERANDS(4));
     return s0;
-#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+#else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     const int32_t s[4] = {s0, s1, s2, s3};
     uint32_t word = 0;
     for (int32_t i = 0; i < 4; ++i) {
@@ -1097,11 +1097,10 @@ NN2C_INLINE const int8_t *nn2c_dw_tap(uintptr_t base, intptr_t offset) {
  * c0 c2 c1 c3 (the halves SXTB16 gives the input word, so the filter needs no extension at run
  * time); MVE [C / 16][taps][16] int8 in channel order, then groups of 8. */
 #if defined(NN2C_SIMD_DSP)
-/* One tap of four channels: the input word of the tap's pixel, SXTB16 to c0 c2 / c1 c3, times the
- * int16 filter words (the same order), SMLABB / SMLATT into the four sums: 9 instructions. */
-#define NN2C_DSP_DW_TAP \
-    "ldr    %[x], [%[tp]], #4\n\t" \
-    "ldr    %[x], [%[bc], %[x]]\n\t" \
+/* One tap of four channels once LOAD has put the tap pixel's input word in x: SXTB16 to c0 c2 /
+ * c1 c3, times the int16 filter words (the same order), SMLABB / SMLATT into the four sums. */
+#define NN2C_DSP_DW_MAC(LOAD) \
+    LOAD \
     "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
     "sxtb16 %[xe], %[x]\n\t" \
     "sxtb16 %[x], %[x], ror #8\n\t" \
@@ -1109,6 +1108,19 @@ NN2C_INLINE const int8_t *nn2c_dw_tap(uintptr_t base, intptr_t offset) {
     "smlatt %[s2], %[xe], %[we], %[s2]\n\t" \
     "smlabb %[s1], %[x], %[wo], %[s1]\n\t" \
     "smlatt %[s3], %[x], %[wo], %[s3]\n\t"
+/* A tap through the table of tap offsets (tp): 9 instructions. */
+#define NN2C_DSP_DW_TAP NN2C_DSP_DW_MAC("ldr    %[x], [%[tp]], #4\n\tldr    %[x], [%[bc], %[x]]\n\t")
+
+/* One tap of four channels in C (the assembly loops' fallback): the input word's SXTB16 halves times
+ * the int16 filter words, as NN2C_DSP_DW_TAP. */
+NN2C_INLINE void nn2c_dsp_dw_tap_c(int32_t x, const nn2c_simd_word_t *wp, int32_t *s0, int32_t *s1, int32_t *s2,
+                                   int32_t *s3) {
+    const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
+    *s0 = __smlabb(xe, wp[0], *s0);
+    *s2 = __smlatt(xe, wp[0], *s2);
+    *s1 = __smlabb(xo, wp[1], *s1);
+    *s3 = __smlatt(xo, wp[1], *s3);
+}
 
 /* The taps of channels [c, c + 4): in assembly, three taps per loop step when the count allows
  * (3x3 filters); GCC 12 spent 12 instructions per tap on the same intrinsics (register copies of
@@ -1119,12 +1131,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
     const nn2c_simd_word_t *wp = *w;
 #if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     for (int32_t t = 0; t < n_taps; ++t, wp += 2) {
-        const int32_t x = nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t]));
-        const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
-        s0 = __smlabb(xe, wp[0], s0);
-        s2 = __smlatt(xe, wp[0], s2);
-        s1 = __smlabb(xo, wp[1], s1);
-        s3 = __smlatt(xo, wp[1], s3);
+        nn2c_dsp_dw_tap_c(nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t])), wp, &s0, &s1, &s2, &s3);
     }
 #else
     int32_t x, xe, we, wo;
@@ -1159,18 +1166,9 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
  * from the window's row start (b) by the column step (the third from b + col), the row start
  * advanced by the row step: 26 instructions per row, no tap-offset table and no loop counter
  * (NN2C_DSP_DW_TAP: 27 plus the loop's 2 per row). 12 registers, as the table's loop. */
-#define NN2C_DSP_DW_TAP3(LOAD) \
-    LOAD \
-    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
-    "sxtb16 %[xe], %[x]\n\t" \
-    "sxtb16 %[x], %[x], ror #8\n\t" \
-    "smlabb %[s0], %[xe], %[we], %[s0]\n\t" \
-    "smlatt %[s2], %[xe], %[we], %[s2]\n\t" \
-    "smlabb %[s1], %[x], %[wo], %[s1]\n\t" \
-    "smlatt %[s3], %[x], %[wo], %[s3]\n\t"
 #define NN2C_DSP_DW_ROW3 \
-    NN2C_DSP_DW_TAP3("ldr    %[x], [%[b]]\n\t") NN2C_DSP_DW_TAP3("ldr    %[x], [%[b], %[col]]\n\t") \
-    NN2C_DSP_DW_TAP3("add    %[x], %[b], %[col]\n\tldr    %[x], [%[x], %[col]]\n\t")
+    NN2C_DSP_DW_MAC("ldr    %[x], [%[b]]\n\t") NN2C_DSP_DW_MAC("ldr    %[x], [%[b], %[col]]\n\t") \
+    NN2C_DSP_DW_MAC("add    %[x], %[b], %[col]\n\tldr    %[x], [%[x], %[col]]\n\t")
 
 NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, const nn2c_simd_word_t **w,
                                      int32_t s[4]) {
@@ -1179,12 +1177,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
 #if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     for (int32_t fy = 0; fy < 3; ++fy, b += (uintptr_t)row) {
         for (int32_t fx = 0; fx < 3; ++fx, wp += 2) {
-            const int32_t x = nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col)));
-            const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
-            s0 = __smlabb(xe, wp[0], s0);
-            s2 = __smlatt(xe, wp[0], s2);
-            s1 = __smlabb(xo, wp[1], s1);
-            s3 = __smlatt(xo, wp[1], s3);
+            nn2c_dsp_dw_tap_c(nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col))), wp, &s0, &s1, &s2, &s3);
         }
     }
 #else
