@@ -18,7 +18,7 @@ cost), and a RAM budget (the cheapest grouping that fits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, feed_pixels, feeds_sums, member_of, stream_op
@@ -344,8 +344,8 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             sink_rows = members_ops[-1].rows
             # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
             # than row calls on some cores (Helium): both are options, the policy weighs them
-            for feed in sorted({feeds_sums(members_ops), False}, reverse=True):
-                prepared = _prepare(members_ops, feed)
+            by_rows = _prepare(members_ops)
+            for prepared in ([replace(by_rows, feed=True)] if feeds_sums(members_ops) else []) + [by_rows]:
                 blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
                 for block in sorted(blocks):
                     occupancy: list[int] | None = None
@@ -410,10 +410,10 @@ class _Prepared:
     outside: list[Value]
     scratch_region: int
     scratch_offsets: list[list[int]]
-    feed: bool
+    feed: bool = False  # the first member hands the accumulating sink a few pixels at a time (RowGroup.feed)
 
 
-def _prepare(run: list[StreamOp], feed: bool) -> _Prepared:
+def _prepare(run: list[StreamOp]) -> _Prepared:
     alias = _sink_alias(run)
     if alias is not None:  # it runs last before the sink (only the sink reads it: any later slot is valid)
         run = run[:alias] + run[alias + 1 : -1] + [run[alias], run[-1]]
@@ -427,7 +427,7 @@ def _prepare(run: list[StreamOp], feed: bool) -> _Prepared:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
     region, offsets = _kernel_scratch(run)
-    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, feed)
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
 
 
 def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
