@@ -323,10 +323,13 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
 
     fusion = schedule_dict(result)
     if fusion["row_groups"]:
-        spans = ", ".join(f"ops {g['ops'][0]}-{g['ops'][-1]}" for g in fusion["row_groups"])
+        spans = ", ".join(f"ops {g['ops'][0]}-{g['ops'][-1]}"
+                          + (f" in {g['column_bands']} column bands" if g["column_bands"] > 1 else "")
+                          for g in fusion["row_groups"])
         _say(f"  row groups ({fusion['policy']}): {len(fusion['row_groups'])} ({spans}); arena "
              f"{fusion['layer_by_layer_arena_bytes']:,} B layer by layer, estimated cost "
-             f"+{100 * fusion['added_cost_fraction']:.1f}%")
+             f"+{100 * fusion['added_cost_fraction']:.1f}%"
+             + (f", {fusion['recomputed_macs']:,} MACs recomputed" if fusion["recomputed_macs"] else ""))
         for group in fusion["row_groups"]:
             for slower in group["slower_kernels"]:
                 _say(f"  row group runs {slower} (slower; --schedule layer keeps the SIMD kernel)")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
+from nn2c.codegen.bands import COLUMN_FIELDS, Bands, column_map
 from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
 from nn2c.memory.rows import Member, RowMap, Simulation, consumers, steps
@@ -53,6 +55,11 @@ class StreamOp:
     @property
     def output(self) -> Value:
         return self.node.outputs[0]
+
+    @cached_property
+    def column_map(self) -> RowMap | None:
+        """How its output columns read its input's (codegen/bands.py); None if it cannot band."""
+        return column_map(self)
 
     @property
     def rows(self) -> int:
@@ -209,6 +216,8 @@ class RowGroup:
     # a SIMD convolution whose output only the accumulating sink reads hands it feed_pixels(out_c) pixels
     # at a time (nn2c_conv_s8_simd_fc): its window is those pixels instead of whole rows
     feed: bool = False
+    # the output split into column bands, each streamed by rows (codegen/bands.py): chains only
+    bands: Bands | None = None
     op: str = "ROW_GROUP"
     index: int = -1
 
@@ -226,13 +235,16 @@ class RowGroup:
 
     @property
     def name(self) -> str:
-        return f"{len(self.ops)} operators by rows: " + ", ".join(o.node.op for o in self.ops)
+        how = f"by rows in {self.bands.count} column bands" if self.bands is not None else "by rows"
+        return f"{len(self.ops)} operators {how}: " + ", ".join(o.node.op for o in self.ops)
 
     def where(self) -> str:
         return f"row group of {self.ops[0].node.where()} .. {self.ops[-1].node.where()}"
 
     @property
     def window_bytes(self) -> list[int]:
+        if self.bands is not None:
+            return [self.sim.capacity[j] * self.bands.row_bytes(j) for j in range(len(self.ops) - 1)]
         sizes = self.sim.window_bytes(self.members)[:-1]
         if self.alias is not None:
             sizes[self.alias] = 0
@@ -256,9 +268,25 @@ class RowGroup:
         return sink.scratch[0] if sink.kind == "accumulate" else 0
 
     @property
+    def tile_bytes(self) -> list[int]:
+        """Column bands: the tile member 0's input rows are copied into, and the sink's output tile."""
+        if self.bands is None:
+            return []
+        step = steps(self.members, consumers(self.members), self.sim.block)
+        tiles = []
+        for r, read in enumerate(self.bands.reads):  # the most rows one call of the member reads
+            rows = min(read.rows.in_rows, (step[read.member] - 1) * read.rows.stride + read.rows.span)
+            tiles.append(rows * self.bands.read_row_bytes(r))
+        return [*tiles, step[-1] * self.bands.row_bytes(len(self.ops) - 1)]
+
+    @property
+    def recomputed_macs(self) -> int:
+        return self.bands.recomputed_macs if self.bands is not None else 0
+
+    @property
     def scratch(self) -> list[int]:
-        """Windows, then the region the members' kernels share, then the sink's sums."""
-        return (self.window_bytes + ([self.scratch_region] if self.scratch_region else [])
+        """Windows, then the band tiles, then the region the members' kernels share, then the sink's sums."""
+        return (self.window_bytes + self.tile_bytes + ([self.scratch_region] if self.scratch_region else [])
                 + ([self.sums_bytes] if self.sums_bytes else []))
 
 
@@ -267,6 +295,8 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     ops, members, sim = group.ops, group.members, group.sim
     n = len(ops)
     windows = len(group.window_bytes)
+    region = windows + len(group.tile_bytes)  # the scratch index of the kernels' shared region
+    bands = group.bands
     readers = consumers(members)
     lines = [f"{{ /* {group.name}; {group.sim.block} row(s) of the last per iteration */"]
     body: list[str] = []
@@ -304,7 +334,13 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             continue
         body.append(f"{ctype} *const w{j} = ({ctype} *)@s{j}@; /* {sim.capacity[j]} rows of op {j}'s output */")
     firsts = [] if group.feed else [f"first{j} = 0" for j in range(n - 1)]  # (a feed's window never slides)
-    body.append("int32_t " + ", ".join(firsts + [f"done{j} = 0" for j in range(n)]) + ";")
+    counters = "int32_t " + ", ".join(firsts + [f"done{j} = 0" for j in range(n)]) + ";"
+    if bands is None:
+        body.append(counters)
+        elems = [str(op.row_elements) for op in ops]  # elements of one row of each member's output
+    else:
+        band_loop, elems = _band_start(group, bands)
+        body += [*band_loop, "    " + counters]
     block = sim.block
     step = steps(members, readers, block)
     loop = [f"const int32_t need{n - 1} = NN2C_MIN({sink.rows}, done{n - 1} + {block});"]
@@ -324,12 +360,12 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         loop.append(f"if (done{j} < upto{j}) {{ /* op {j}: rows done{j} .. upto{j} - 1 in one call */")
         inner: list[str] = []
         if j < n - 1 and j != group.alias and not group.feed:
-            size = f"{op.row_elements} * sizeof(*w{j})"
+            size = f"{elems[j]} * sizeof(*w{j})"
             lowest = [f"(done{c} < {members[c].out_rows} ? NN2C_MAX(0, done{c} * {m.stride} - {m.pad}) : INT32_MAX)"
                       for c, m in readers[j]]
             inner += [f"if (upto{j} - first{j} > {sim.capacity[j]}) {{ /* no room: keep only the rows still read */",
                       f"    const int32_t low = {_nested('NN2C_MIN', [f'done{j}', *lowest])};",
-                      f"    nn2c_move(w{j}, w{j} + (low - first{j}) * {op.row_elements}, "
+                      f"    nn2c_move(w{j}, w{j} + (low - first{j}) * {elems[j]}, "
                       f"(size_t)(done{j} - low) * {size});",
                       f"    first{j} = low;",
                       "}"]
@@ -355,15 +391,21 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             loop += ["    " + s for s in inner] + ["}"]
             continue
         if op.kind == "bcast":
-            inner.append(f"k{j}.bc.dims[0] = {rows} * {op.row_elements};")
+            inner.append(f"k{j}.bc.dims[0] = {rows} * {elems[j]};")
         elif op.kind == "count":
-            inner.append(f"k{j}.count = {rows} * {op.row_elements};")
-        args = list(op.args)
+            inner.append(f"k{j}.count = {rows} * {elems[j]};")
+        offsets: list[int] = group.kernel_scratch[j]
+
+        def shared(match: re.Match[str], offsets: list[int] = offsets) -> str:
+            return f"(void *)((uint8_t *)@s{region}@ + {offsets[int(match.group(1))]})"
+
+        # the kernel's own scratch placeholders point into the shared region (before any window is named)
+        args = [_SCRATCH.sub(shared, a) for a in op.args]
         args[0] = f"&k{j}"
         geometry_set = False
         for k, value, m in op.streamed:
             source = _source(group, value)
-            elements = value.type.shape[2] * value.type.shape[3]
+            elements = elems[source] if source >= 0 else str(value.type.shape[2] * value.type.shape[3])
             if op.kind in _ROW_FIELDS and not geometry_set:
                 in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
                 inner += [f"const int32_t lo{k} = NN2C_MAX(0, done{j} * {m.stride} - {m.pad});",
@@ -377,18 +419,21 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                 row = f"done{j}"
             if source >= 0:
                 args[k] = f"w{source} + ({row} - first{source}) * {elements}"
+            elif bands is not None:  # the band's columns of the rows it reads, copied into its tile
+                r = next(r for r, read in enumerate(bands.reads) if (read.member, read.arg) == (j, k))
+                count = f"k{j}.{_ROW_FIELDS[op.kind][0]}" if op.kind in _ROW_FIELDS else rows
+                inner.append(_copy_in(bands, r, args[k], row, count, windows + r))
+                args[k] = f"({c_type(value.type.dtype)} *)@s{windows + r}@"
             else:
                 args[k] = f"{args[k]} + {row} * {elements}"
+        copy_out = ""
         if j < n - 1:
-            args[op.output_arg] = f"w{j} + (done{j} - first{j}) * {op.row_elements}"
+            args[op.output_arg] = f"w{j} + (done{j} - first{j}) * {elems[j]}"
+        elif bands is not None:  # through the output tile into the band's columns of the output rows
+            args[op.output_arg] = f"({c_type(op.output.type.dtype)} *)@s{windows + len(bands.reads)}@"
+            copy_out = _copy_out(op, bands, args[op.output_arg], op.args[op.output_arg], rows, elems[j], n)
         else:
             args[op.output_arg] = f"{args[op.output_arg]} + done{j} * {op.row_elements}"
-        offsets: list[int] = group.kernel_scratch[j]
-
-        def shared(match: re.Match[str], offsets: list[int] = offsets) -> str:
-            return f"(void *)((uint8_t *)@s{windows}@ + {offsets[int(match.group(1))]})"
-
-        args = [_SCRATCH.sub(shared, a) for a in args]
         if group.feed and j == 0:  # (params, input, filter, scratch) then the sink's filter and sums
             fc = ops[-1].node
             depth, outputs = fc.inputs[1].type.shape[1], fc.inputs[1].type.shape[0]  # type: ignore[union-attr]
@@ -397,15 +442,65 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             inner.append(f"nn2c_conv_s8_simd_fc({', '.join(args)});")
         else:
             inner.append(f"{op.function}({', '.join(args)});")
+        if copy_out:
+            inner.append(copy_out)
         inner.append(f"done{j} = upto{j};")
         loop += ["    " + s for s in inner] + ["}"]
-    body.append(f"while (done{n - 1} < {sink.rows}) {{ /* (the first iterations fill the windows) */")
-    body += ["    " + s for s in loop] + ["}"] + finish
+    indent = "" if bands is None else "    "
+    body.append(f"{indent}while (done{n - 1} < {sink.rows}) {{ /* (the first iterations fill the windows) */")
+    body += [indent + "    " + s for s in loop] + [indent + "}"] + finish
+    if bands is not None:
+        body.append("}")
     lines += ["    " + s for s in body] + ["}"]
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
     code.statements = lines
     code.scratch = group.scratch
     return code
+
+
+def _band_start(group: RowGroup, bands: Bands) -> tuple[list[str], list[str]]:
+    """The band table and the head of the loop over bands: each member's column geometry for the band,
+    and the elements of one row of each member's band (its window rows are this long)."""
+    table = bands.table()
+    n = len(group.ops)
+    lines = [f"/* per band: per op its output width and left padding, per outside read its first column and "
+             f"width, then op {n - 1}'s first output column */",
+             f"static const int32_t cols[{bands.count}][{len(table[0])}] = {{"]
+    lines += [f"    {{{', '.join(str(v) for v in row)}}}," for row in table] + ["};"]
+    lines.append(f"for (int32_t band = 0; band < {bands.count}; ++band) {{")
+    lines.append("    const int32_t *const c = cols[band];")
+    elems = []
+    for j, op in enumerate(group.ops):
+        out_w = bands.out_w_index(j)
+        if op.kind in COLUMN_FIELDS:
+            in_w_field, out_w_field, pad_w_field = COLUMN_FIELDS[op.kind]
+            _, value, _ = op.streamed[0]
+            source = _source(group, value)
+            in_w = bands.out_w_index(source) if source >= 0 else \
+                bands.read_index(next(r for r, read in enumerate(bands.reads) if read.member == j)) + 1
+            lines.append(f"    k{j}.{in_w_field} = c[{in_w}]; k{j}.{out_w_field} = c[{out_w}]; "
+                         f"k{j}.{pad_w_field} = c[{out_w + 1}];")
+        lines.append(f"    const int32_t e{j} = c[{out_w}] * {bands.channels[j]};")
+        elems.append(f"e{j}")
+    return lines, elems
+
+
+def _copy_in(bands: Bands, r: int, tensor: str, row: str, rows: str, tile: int) -> str:
+    """Copy the rows an outside read needs in this call, the band's columns of them, into its tile."""
+    read = bands.reads[r]
+    at = bands.read_index(r)
+    pixel = read.channels * read.item_bytes
+    return (f"nn2c_copy_rows(@s{tile}@, (size_t)c[{at + 1}] * {pixel}, {tensor} + {row} * "
+            f"{read.width * read.channels} + c[{at}] * {read.channels}, {read.width * pixel}, {rows}, "
+            f"(size_t)c[{at + 1}] * {pixel});")
+
+
+def _copy_out(op: StreamOp, bands: Bands, tile: str, tensor: str, rows: str, elements: str, n: int) -> str:
+    """Copy the sink's rows of the band from the output tile into the band's columns of the output."""
+    channels, width = op.output.type.shape[3], op.output.type.shape[2]
+    item = dtype_bytes(op.output.type.dtype)
+    return (f"nn2c_copy_rows({tensor} + done{n - 1} * {width * channels} + c[{bands.sink_lo_index}] * {channels}, "
+            f"{width * channels * item}, {tile}, (size_t){elements} * {item}, {rows}, (size_t){elements} * {item});")
 
 
 def feed_pixels(channels: int) -> int:

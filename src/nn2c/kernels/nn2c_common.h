@@ -101,6 +101,19 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
     }
 }
 
+/* `rows` rows of `row_bytes` bytes between images of different row strides: a column band of a row
+ * group (codegen/bands.py) copied into or out of its tile; whole words where both are aligned. */
+NN2C_INLINE void nn2c_copy_rows(void *dst, size_t dst_stride, const void *src, size_t src_stride, int32_t rows,
+                                size_t row_bytes) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    for (int32_t r = 0; r < rows; ++r) {
+        nn2c_move(d, s, row_bytes);
+        d += dst_stride;
+        s += src_stride;
+    }
+}
+
 NN2C_INLINE int32_t nn2c_clamp_i32(int32_t x, int32_t lo, int32_t hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }

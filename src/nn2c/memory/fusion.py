@@ -10,6 +10,9 @@ dynamic programme over the run boundaries finds, for every RAM level, the cheape
 
 Cost: the multiply-accumulates are unchanged (no row is computed twice); a group adds the bytes
 its window slides move and one kernel call per row. Slack rows in a window trade RAM for moves.
+A chain may also run in column bands (codegen/bands.py, MCUNetV2's patches with their rows
+streamed): its windows shrink to a band's width, for the halo columns' MACs computed again, the
+band copies and each band's calls.
 
 Policies (CompileOptions.schedule): "layer" (no groups), "min-ram" (the smallest RAM, then the
 cheapest), "auto" (the smallest RAM whose added cost stays within AUTO_OVERHEAD of the model's
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from nn2c.codegen.bands import BAND_COUNTS, Bands, copied_bytes, plan_bands
 from nn2c.codegen.context import EmitContext, NodeCode
 from nn2c.codegen.stream import RowGroup, StreamOp, feed_pixels, feeds_sums, member_of, stream_op
 from nn2c.ir import Graph, Node, Value
@@ -63,6 +67,7 @@ class Option:
     cost: float
     group: RowGroup | None  # None: the single operator, layer by layer
     drift: int = 0  # bytes an output written in place starts below its input (chains of them add up)
+    saving: int = 0  # bytes the output written in place saves
 
 
 @dataclass
@@ -345,7 +350,12 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
             # than row calls on some cores (Helium): both are options, the policy weighs them
             by_rows = _prepare(members_ops)
-            for prepared in ([replace(by_rows, feed=True)] if feeds_sums(members_ops) else []) + [by_rows]:
+            variants = ([replace(by_rows, feed=True)] if feeds_sums(members_ops) else []) + [by_rows]
+            # column bands: worth weighing only where the windows outweigh what rows in place save (a
+            # band never writes in place); planned on the members without the sink alias, on first need
+            bandable = not variants[0].feed
+            banding: list[Bands] | None = None
+            for prepared in variants:
                 blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
                 for block in sorted(blocks):
                     occupancy: list[int] | None = None
@@ -354,7 +364,25 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                         occupancy = group.sim.occupancy if group is not None else None
                         if group is None:
                             break
-                        options.append(_option(group, first, last, lifetimes))
+                        option = _option(group, first, last, lifetimes)
+                        if not prepared.bands_only:
+                            options.append(option)
+                        # a band's windows are at least 1/max(BAND_COUNTS) of the rows' windows
+                        if bandable and BAND_COUNTS and \
+                                sum(group.window_bytes) * (1 - 1 / max(BAND_COUNTS)) > option.saving:
+                            if banding is None:
+                                plain = by_rows if by_rows.alias is None else \
+                                    replace(_prepare(members_ops, alias_allowed=False), bands_only=True)
+                                sources = [[source for source, _ in m.reads] for m in plain.members]
+                                banding = [b for b in (plan_bands(plain.run, sources, n) for n in BAND_COUNTS)
+                                           if b is not None]
+                                if banding and plain is not by_rows:
+                                    variants.append(plain)
+                            if prepared.alias is None:
+                                banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes)
+                                          for b in banding)
+                                # (never in place, never cheaper: only a lower peak makes one worth choosing)
+                                options += [o for o in banded if o.peak < option.peak]
                         if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
                             break  # windows already whole: more slack changes nothing
     return options
@@ -411,10 +439,11 @@ class _Prepared:
     scratch_region: int
     scratch_offsets: list[list[int]]
     feed: bool = False  # the first member hands the accumulating sink a few pixels at a time (RowGroup.feed)
+    bands_only: bool = False  # the members without their sink alias: weighed in column bands only
 
 
-def _prepare(run: list[StreamOp]) -> _Prepared:
-    alias = _sink_alias(run)
+def _prepare(run: list[StreamOp], alias_allowed: bool = True) -> _Prepared:
+    alias = _sink_alias(run) if alias_allowed else None
     if alias is not None:  # it runs last before the sink (only the sink reads it: any later slot is valid)
         run = run[:alias] + run[alias + 1 : -1] + [run[alias], run[-1]]
         alias = len(run) - 2
@@ -479,7 +508,12 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
             if x + y - max(d + x, y) > saving:
                 saving, drift = x + y - max(d + x, y), d
     cost = group.sim.moved_bytes * MOVE_COST
-    for op, calls in zip(group.ops, group.sim.member_calls, strict=True):
+    bands = group.bands.count if group.bands is not None else 1
+    if group.bands is not None:  # every band runs the loop: its calls, halo MACs and copies
+        cost += group.bands.recomputed_macs * MAC_COST
+        cost += copied_bytes(group.bands, group.ops, group.sim.member_calls) * MOVE_COST
+    for op, per_band in zip(group.ops, group.sim.member_calls, strict=True):
+        calls = per_band * bands
         pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
         # each extra call: its set-up, and (an odd number of pixels per call) a last pixel that misses
         # the SIMD kernels' pixel pairs
@@ -492,4 +526,4 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
             cost += ACCUMULATE_COST * macs(op.node) + FEED_COST * feeds - (calls - 1) * CALL_COST
         elif op.kind == "accumulate" and op.function == "nn2c_fc_s8_simd":
             cost += ACCUMULATE_COST * macs(op.node)  # the sums cannot use the SIMD kernel's filter layout
-    return Option(first, last, live - saving, cost, group, drift)
+    return Option(first, last, live - saving, cost, group, drift, saving)

@@ -295,12 +295,14 @@ def _fmt(value: Any) -> str:
 
 def _schedule_rows(data: ReportData) -> list[list[Any]]:
     return [[g["step"], f"{g['ops'][0]}-{g['ops'][-1]}", " > ".join(g["types"]), g["rows_per_iteration"],
-             sum(g["window_bytes"]), g["moved_bytes"], "; ".join(g["slower_kernels"]) or "-"]
+             g.get("column_bands", 1), sum(g["window_bytes"]) + sum(g.get("tile_bytes", [])), g["moved_bytes"],
+             g.get("recomputed_macs", 0), "; ".join(g["slower_kernels"]) or "-"]
             for g in data.schedule.get("row_groups", [])]
 
 
-_SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "window bytes", "bytes moved",
-                     "slower kernels"]
+_SCHEDULE_HEADERS = ["step", "operators", "types", "rows per iteration", "column bands", "window and tile bytes",
+                     "bytes moved", "MACs recomputed", "slower kernels"]
+_SCHEDULE_NUMERIC = {0, 3, 4, 5, 6, 7}
 
 
 def _schedule_summary(data: ReportData) -> str:
@@ -310,7 +312,9 @@ def _schedule_summary(data: ReportData) -> str:
         text = (f"Schedule {s['policy']}: {len(s['row_groups'])} row group(s) run several operators a few rows at "
                 f"a time (intermediates never whole); arena {data.arena_bytes:,} B against "
                 f"{s['layer_by_layer_arena_bytes']:,} B layer by layer, estimated extra cost "
-                f"{100 * s['added_cost_fraction']:.1f}%, no MAC recomputed.")
+                f"{100 * s['added_cost_fraction']:.1f}%, "
+                + (f"{s['recomputed_macs']:,} MACs recomputed (the halo columns of column bands)."
+                   if s.get("recomputed_macs") else "no MAC recomputed."))
     moves = s.get("relocations", [])
     if moves:
         text += (f" {len(moves)} tensor(s) move back after an in-place step (after steps "
@@ -328,7 +332,7 @@ def _schedule_html(data: ReportData) -> list[str]:
         return []
     body = ["<h2>Schedule</h2>", f'<p id="schedule">{_e(_schedule_summary(data))}</p>']
     if data.schedule["row_groups"]:
-        body.append(_table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5}, ident="row-groups"))
+        body.append(_table(_SCHEDULE_HEADERS, _schedule_rows(data), _SCHEDULE_NUMERIC, ident="row-groups"))
     if "schedule_tradeoff.png" in data.images:
         body.append(f'<p><img id="schedule-tradeoff" alt="RAM against cost of the schedules planned" '
                     f'src="{_data_uri(data.images["schedule_tradeoff.png"])}"></p>')
@@ -340,7 +344,7 @@ def _schedule_markdown(data: ReportData) -> list[str]:
         return []
     out = ["", "## Schedule", "", _schedule_summary(data)]
     if data.schedule["row_groups"]:
-        out += ["", _md_table(_SCHEDULE_HEADERS, _schedule_rows(data), {0, 3, 4, 5})]
+        out += ["", _md_table(_SCHEDULE_HEADERS, _schedule_rows(data), _SCHEDULE_NUMERIC)]
     if "schedule_tradeoff.png" in data.images:
         out += ["", "![schedule trade-off](schedule_tradeoff.png)"]
     return out

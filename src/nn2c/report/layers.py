@@ -173,7 +173,8 @@ def find_peak(graph: Graph, requests: list[BufferRequest], plan: MemoryPlan, nam
 
 def _scratch_name(buffer: str, steps: list[Any]) -> str:
     """A step's scratch buffer ("s<step>_<k>") in words: a row group's are its members' row windows,
-    then the kernels' shared scratch, then an accumulating sink's sums (codegen/stream.py)."""
+    then its column bands' tiles, then the kernels' shared scratch, then an accumulating sink's sums
+    (codegen/stream.py)."""
     step, k = (int(part) for part in buffer[1:].split("_")[:2])
     group: Any = steps[step] if step < len(steps) else None
     if not hasattr(group, "ops"):
@@ -181,6 +182,15 @@ def _scratch_name(buffer: str, steps: list[Any]) -> str:
     windows = len(group.window_bytes)
     if k < windows:
         return f"rows of {short_name(group.ops[k].output.name)}"
+    tiles = group.tile_bytes
+    if k < windows + len(tiles):
+        reads = group.bands.reads
+        if k - windows < len(reads):  # an outside tensor's band columns, copied for the member reading it
+            read = reads[k - windows]
+            value = next(v for arg, v, _ in group.ops[read.member].streamed if arg == read.arg)
+            return f"band tile of {short_name(value.name)}"
+        return f"band tile of {short_name(group.ops[-1].output.name)}"
+    windows += len(tiles)
     if k == windows and group.scratch_region:
         return f"kernel scratch of op {step}"
     return f"sums of {short_name(group.ops[-1].output.name)}"
@@ -205,13 +215,15 @@ def schedule_dict(result: CompileResult) -> dict[str, Any]:
     groups = [{
         "step": steps.index(g), "ops": [position[id(n)] for n in g.nodes], "types": [n.op for n in g.nodes],
         "rows_per_iteration": g.sim.block, "window_bytes": g.window_bytes, "moved_bytes": g.sim.moved_bytes,
-        "slower_kernels": g.slower_paths,
+        "column_bands": g.bands.count if g.bands is not None else 1, "tile_bytes": g.tile_bytes,
+        "recomputed_macs": g.recomputed_macs, "slower_kernels": g.slower_paths,
     } for g in fusion.groups]
     return {
         "policy": fusion.policy, "row_groups": groups, "relocations": relocations,
         "layer_by_layer_arena_bytes": fusion.layer_arena_bytes,
         "added_cost_fraction": round(fusion.added_cost / fusion.base_cost, 5) if fusion.base_cost else 0.0,
-        "recomputed_macs": 0,  # a row group computes every row once
+        # a row group computes every row once; column bands compute their halo columns again
+        "recomputed_macs": sum(g.recomputed_macs for g in fusion.groups),
         "tradeoff": [{"arena_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}
                      for ram, cost in fusion.curve] if fusion.base_cost else [],
         "candidates": [{"lower_bound_bytes": ram, "added_cost_fraction": round(cost / fusion.base_cost, 5)}
