@@ -111,7 +111,9 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     if policy == "layer" or not nodes:
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
-    groups = _group_options(graph, codes, ctx, aliases, inplace)
+    # instructions per MAC layer by layer: what a recomputed MAC of a column band's halo costs
+    mac_cost = base_cost / max(sum(macs(n) for n in nodes), 1)
+    groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
     if not groups:  # nothing streams: layer by layer is the only schedule
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
@@ -327,7 +329,7 @@ class _Lifetimes:
 
 
 def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
-                   inplace: bool) -> list[Option]:
+                   inplace: bool, mac_cost: float = MAC_COST) -> list[Option]:
     nodes = list(graph.nodes)
     ops = [stream_op(code, ctx) for code in codes]
     lifetimes = _Lifetimes(graph, aliases)
@@ -379,7 +381,8 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                                 if banding and plain is not by_rows:
                                     variants.append(plain)
                             if prepared.alias is None:
-                                banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes)
+                                banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes,
+                                                  mac_cost)
                                           for b in banding)
                                 # (never in place, never cheaper: only a lower peak makes one worth choosing)
                                 options += [o for o in banded if o.peak < option.peak]
@@ -497,7 +500,7 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     return region, offsets
 
 
-def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Option:
+def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, mac_cost: float = MAC_COST) -> Option:
     sink = group.outputs[0]
     live = lifetimes.alive_entering(first, last) + sink.type.num_bytes + sum(group.scratch)
     saving, drift = 0, 0
@@ -510,7 +513,7 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes) -> Op
     cost = group.sim.moved_bytes * MOVE_COST
     bands = group.bands.count if group.bands is not None else 1
     if group.bands is not None:  # every band runs the loop: its calls, halo MACs and copies
-        cost += group.bands.recomputed_macs * MAC_COST
+        cost += group.bands.recomputed_macs * mac_cost
         cost += copied_bytes(group.bands, group.ops, group.sim.member_calls) * MOVE_COST
     for op, per_band in zip(group.ops, group.sim.member_calls, strict=True):
         calls = per_band * bands
