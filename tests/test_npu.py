@@ -173,3 +173,48 @@ def test_simulation_build_is_bit_exact_in_qemu_on_cortex_m55(tmp_path: Path) -> 
     report = bench_model(KWS, target="cortex-m55", count=2, seed=3, options=options, workdir=tmp_path)
     assert report.reference == "tflm", report.skipped
     assert report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def test_int8_io_model_keeps_a_cheaper_operator_on_the_cpu_and_reports_it(tmp_path: Path) -> None:
+    """tinyengine/vww with --io int8: the cost model (Vela's cycles for the operator alone against nn2c's
+    fitted instruction model for the Cortex-M55 kernel) keeps the final FULLY_CONNECTED on the CPU although
+    Vela supports it; the report shows every operator's placement and reason; the simulation build is
+    bit-exact with TFLM (its float edges converted exactly to and from our int8 ones)."""
+    model = MODELS / "tinyengine" / "vww.tflite"
+    options = CompileOptions(target="cortex-m55", npu="ethos-u55-128", io="int8")
+    result = compile_model(model, options)
+    plan = result.graph.metadata["npu"]
+    kept = [p for p in plan.placements if p.unit == "cpu" and p.npu_cycles is not None]
+    assert kept and all(p.cpu_cycles < p.npu_cycles + 2000 for p in kept), kept
+    assert any(p.op == "FULLY_CONNECTED" and "the CPU is cheaper" in p.reason for p in kept), kept
+    assert plan.estimate.total <= plan.baseline.total
+    from nn2c.report.html import collect, render_html, render_markdown
+
+    data = collect(result, images=False)
+    page = render_html(data)
+    table = page[page.index('id="npu-placement"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr") == 1 + len(plan.placements)  # the header, then one row per operator
+    assert table.count('<tr class="cpu">') == sum(p.unit == "cpu" for p in plan.placements)
+    assert "the CPU is cheaper" in table
+    assert "## NPU placement" in render_markdown(data)
+    _assert_bit_exact(model, tmp_path, options)
+
+
+def test_quantized_onnx_model_partitions_and_runs_as_its_cpu_build(tmp_path: Path) -> None:
+    """A QDQ ONNX model (--io int8 exposes its int8 edges) goes to the NPU through the same TFLite writer;
+    the simulation build's outputs equal the CPU-only build's bit for bit (that one is checked against
+    onnxruntime in tests/test_onnx_models.py)."""
+    from nn2c.verify.compare import run_compiled
+    from nn2c.verify.inputs import random_records
+
+    model = MODELS / "onnx" / "qdq_int8.onnx"
+    npu = compile_model(model, CompileOptions(target="cortex-m55", npu="ethos-u55-128", io="int8"))
+    plan = npu.graph.metadata["npu"]
+    assert plan.subgraphs and any(p.op == "CONV_2D" and p.unit == "npu" for p in plan.placements)
+    cpu = compile_model(model, CompileOptions(target="cortex-m55", io="int8"))
+    records = random_records(npu.graph.inputs, 3, 7)
+    ours, plain = run_compiled(npu, records, tmp_path / "npu"), run_compiled(cpu, records, tmp_path / "cpu")
+    for a, b in zip(ours, plain, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert x.dtype == np.int8 and np.array_equal(x, y)

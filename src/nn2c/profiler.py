@@ -270,13 +270,19 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
                        has_code=has_code)
 
 
-def layer_instructions(core: str, codes: list[NodeCode]) -> float | None:
-    """Predicted instructions of these operators run one by one on `core` (the fitted model without
-    the invoke overhead); None where the model has no such core (the host)."""
+def node_instructions(core: str, codes: list[NodeCode]) -> list[float] | None:
+    """Predicted instructions of each of these operators run alone on `core` (the fitted model);
+    None where the model has no such core (the host)."""
     costs = cost_model().get(core)
     if costs is None:
         return None
-    return sum(predict_step(costs, _step_profile(i, code.node, code, {})) for i, code in enumerate(codes))
+    return [predict_step(costs, _step_profile(i, code.node, code, {})) for i, code in enumerate(codes)]
+
+
+def layer_instructions(core: str, codes: list[NodeCode]) -> float | None:
+    """Predicted instructions of these operators run one by one on `core` (without the invoke overhead)."""
+    each = node_instructions(core, codes)
+    return None if each is None else sum(each)
 
 
 def _member(code: NodeCode) -> dict[str, Any]:

@@ -8,9 +8,10 @@ CPU, with that reason.
 Should: a cost model, in CPU clock cycles (the NPU and the CPU are taken to share one clock, as on
 Arm's Corstone-300/310 reference systems; Vela's cycles are NPU clock cycles):
 - an operator on the NPU costs Vela's estimated total cycles for it alone (compute and memory traffic);
-- an operator on the CPU costs nn2c's estimate: MACs x instructions per MAC of the target's kernels
-  plus a per-element cost (inputs and outputs) for operators without MACs (CPU_INSTRUCTIONS below; one
-  instruction taken as one cycle);
+- an operator on the CPU costs nn2c's fitted instruction model for the kernel the target's lowering
+  calls (the one `nn2c profile` uses, calibrated against QEMU counts; one instruction taken as one
+  cycle); on the host, which has no fitted model, MACs x instructions per MAC plus a per-element cost
+  (CPU_INSTRUCTIONS below);
 - every switch to the NPU costs SWITCH_CYCLES (the driver call: cache maintenance, register set-up,
   the interrupt on completion).
 A dynamic programme over the operators in execution order picks, for each, the unit with the least
@@ -175,6 +176,19 @@ def subgraph_tflite(graph: Graph, nodes: list[Node]) -> bytes:
                                  f"({exc.reason})") from None
 
 
+def cpu_costs(graph: Graph, target: str) -> list[int]:
+    """nn2c's estimate of each operator on the CPU: the fitted instruction model of the kernel the
+    target's lowering calls, or (no fitted model: the host) cpu_cycles."""
+    from nn2c.codegen.lower import lower
+    from nn2c.profiler import node_instructions
+
+    lowered = lower(graph, "npu_cost", target)
+    predicted = node_instructions(target, lowered.code_in(graph.nodes))
+    if predicted is None:
+        return [cpu_cycles(n, target) for n in graph.nodes]
+    return [round(p) for p in predicted]
+
+
 def cpu_cycles(node: Node, target: str) -> int:
     per_mac, per_element = CPU_INSTRUCTIONS.get(target, CPU_INSTRUCTIONS["host"])
     # data movement reads its inputs and writes its outputs: both counted
@@ -265,7 +279,7 @@ def partition(graph: Graph, config: NpuConfig, cpu_target: str) -> NpuPlan:
         cycles, reason = _may_run_on_npu(graph, node, arch)
         may.append(cycles)
         why.append(reason)
-    cpu = [cpu_cycles(n, cpu_target) for n in nodes]
+    cpu = cpu_costs(graph, cpu_target)
     units = _choose(may, cpu)
     subgraphs = _compile_runs(graph, _runs(units), arch)
     baseline_units = ["cpu" if m is None else "npu" for m in may]

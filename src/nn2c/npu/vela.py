@@ -95,8 +95,9 @@ class Architecture:
     npu_clock_hz: float
 
 
-def architecture(config: NpuConfig) -> Architecture:
-    """Vela's ArchitectureFeatures for `config`; unknown names are one-line usage errors."""
+def architecture(config: NpuConfig, optimise: str = "Performance") -> Architecture:
+    """Vela's ArchitectureFeatures for `config`; unknown names are one-line usage errors. `optimise`:
+    Vela's --optimise strategy (Performance, as `vela` defaults; Size for its least SRAM)."""
     config.check()
     _, af, vela, scheduler = vela_modules()
     from ethosu.vela.errors import VelaError
@@ -121,7 +122,7 @@ def architecture(config: NpuConfig) -> Architecture:
         with open(path, "rb") as f:
             text += f.read().decode("utf-8")
     options = vela.get_compiler_config(
-        True, False, False, False, scheduler.OptimizationStrategy.Performance, arch.arena_cache_size,
+        True, False, False, False, getattr(scheduler.OptimizationStrategy, optimise), arch.arena_cache_size,
         False, False, False, False, False, False, False, "tflite", False, False, False, False, False,
         "COP1", False, VELA_TENSOR_ALIGNMENT, "HillClimb", 10.0, "")
     family = "".join(part.capitalize() for part in config.accelerator.split("-")[:-1])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nn2c import __version__
 from nn2c.ir.cost import macs
+from nn2c.report import npu_section
 from nn2c.report.layers import Layer, Peak, layer_table, op_counts, peak, schedule_dict
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class ReportData:
     images: dict[str, bytes] = field(default_factory=dict)  # file name -> PNG bytes
     schedule: dict[str, Any] = field(default_factory=dict)  # report.layers.schedule_dict
     prune: dict[str, Any] | None = None  # nn2c.prune.PruneReport.to_dict, with --prune
+    npu: dict[str, Any] | None = None  # npu.partition.NpuPlan.as_dict, with --npu
 
     @property
     def ram_bytes(self) -> int:
@@ -134,6 +136,7 @@ def collect(result: CompileResult, ram_budget: int | None = None, flash_budget: 
         images=_plots(result) if images else {},
         schedule=schedule_dict(result),
         prune=result.prune.to_dict() if getattr(result, "prune", None) is not None else None,
+        npu=graph.metadata["npu"].as_dict() if "npu" in graph.metadata else None,
     )
 
 
@@ -150,7 +153,7 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:2em;border-
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 th,td{border-bottom:1px solid #eee;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f6f6f6;cursor:pointer;position:sticky;top:0} td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.peak td{background:#fff4e5} .bar{background:#eee;border-radius:3px;width:16em;height:.8em;display:inline-block}
+tr.peak td{background:#fff4e5} tr.cpu td{background:#eef4ff} .bar{background:#eee;border-radius:3px;width:16em;height:.8em;display:inline-block}
 .bar span{display:block;height:100%;border-radius:3px;background:#2e7d32} .bar span.over{background:#c62828}
 img{max-width:100%;border:1px solid #eee} code{background:#f6f6f6;padding:0 .2em}
 .muted{color:#888}
@@ -339,6 +342,26 @@ def _schedule_html(data: ReportData) -> list[str]:
     return body
 
 
+def _npu_html(data: ReportData) -> list[str]:
+    if data.npu is None:
+        return []
+    return ["<h2>NPU placement</h2>", f'<p id="npu">{_e(npu_section.summary(data.npu))}</p>',
+            _table(npu_section.SUBGRAPH_HEADERS, npu_section.subgraph_rows(data.npu), npu_section.SUBGRAPH_NUMERIC,
+                   ident="npu-subgraphs"),
+            _table(npu_section.PLACEMENT_HEADERS, npu_section.placement_rows(data.npu), npu_section.PLACEMENT_NUMERIC,
+                   sortable=True, ident="npu-placement",
+                   row_classes=[p["unit"] for p in data.npu["placements"]])]
+
+
+def _npu_markdown(data: ReportData) -> list[str]:
+    if data.npu is None:
+        return []
+    return ["", "## NPU placement", "", npu_section.summary(data.npu), "",
+            _md_table(npu_section.SUBGRAPH_HEADERS, npu_section.subgraph_rows(data.npu), npu_section.SUBGRAPH_NUMERIC),
+            "", _md_table(npu_section.PLACEMENT_HEADERS, npu_section.placement_rows(data.npu),
+                          npu_section.PLACEMENT_NUMERIC)]
+
+
 def _schedule_markdown(data: ReportData) -> list[str]:
     if not _has_schedule(data):
         return []
@@ -377,6 +400,7 @@ def render_html(data: ReportData) -> str:
                     f"{data.peak.arena_top:,}; the tensors live at that step add up to {data.peak.live_bytes:,} B "
                     "(an output written in place overlaps its input).</p>")
     body += _schedule_html(data)
+    body += _npu_html(data)
     body.append("<h2>Inputs and outputs</h2>")
     io_headers = ["#", "tensor", "dtype", "shape", "bytes", "scale", "zero point"]
     body.append("<h3>Inputs</h3>" + _table(io_headers, _io_rows(data.inputs), {4}))
@@ -449,6 +473,7 @@ def render_markdown(data: ReportData) -> str:
     if data.peak is not None:
         out.append(f"- arena {data.peak.describe(limit=8)}")
     out += _schedule_markdown(data)
+    out += _npu_markdown(data)
     io_headers = ["#", "tensor", "dtype", "shape", "bytes", "scale", "zero point"]
     out += ["", "## Inputs", "", _md_table(io_headers, _io_rows(data.inputs), {4}),
             "", "## Outputs", "", _md_table(io_headers, _io_rows(data.outputs), {4}), "",

@@ -39,7 +39,7 @@ from nn2c.targets.cortexm_run import (
     layer_profile,
     run_image,
 )
-from nn2c.verify.compare import OutputComparison, compare_outputs
+from nn2c.verify.compare import IntEdges, OutputComparison, compare_outputs
 from nn2c.verify.inputs import random_records
 
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
@@ -230,7 +230,8 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
         )
         if len(first.windows) != count:
             raise BuildError(f"the plugin measured {len(first.windows)} inferences, expected {count}")
-        theirs = _reference_outputs(model, records, graph, model_dir, Path(tmp), report)
+        theirs = _reference_outputs(model, records, graph, model_dir, Path(tmp), report,
+                                    result.options.io if result.options is not None else "float")
     _compare(report, graph, ours, theirs)
     return report
 
@@ -255,13 +256,14 @@ def _decode_outputs(run: RunResult, outputs: list[Value], count: int) -> list[li
 
 
 def _reference_outputs(model: str | Path, records: list[list[np.ndarray]], graph: Graph, model_dir: Path,
-                       tmp: Path, report: BenchReport) -> list[list[np.ndarray]]:
-    """TFLM's outputs; when TFLM refuses the model or is not installed, nn2c's own outputs built for
-    the host (report.reference says which)."""
+                       tmp: Path, report: BenchReport, io: str = "float") -> list[list[np.ndarray]]:
+    """TFLM's outputs (--io int8: of the model file's float edges, converted exactly); when TFLM refuses
+    the model or is not installed, nn2c's own outputs built for the host (report.reference says which)."""
     from nn2c.verify.oracle import MissingReferenceError, run_tflm
 
     try:
-        return run_tflm(model, records, len(graph.outputs))
+        edges = IntEdges.of(model, graph) if io == "int8" else IntEdges()
+        return edges.outputs_of(run_tflm(model, edges.inputs_of(records), len(graph.outputs)))
     except MissingReferenceError as exc:  # the `oracle` extra is not installed
         report.missing.append("tflm")
         report.skipped["tflm"] = str(exc)

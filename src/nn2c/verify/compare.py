@@ -121,6 +121,45 @@ def compare_outputs(reference: str, outputs: list[Value], ours: list[list[np.nda
     return comparisons
 
 
+@dataclass
+class IntEdges:
+    """The inputs and outputs `--io int8` exposed as int8 where the model file has float32 (passes/int8_io.py):
+    (index, scale, zero point). The references run the model file, so they are given the float inputs that
+    quantize exactly to our int8 inputs, (q - zero point) * scale, and their float outputs, dequantized by
+    the model's last DEQUANTIZE, go back to int8 the same way: both conversions are exact."""
+
+    inputs: list[tuple[int, float, int]] = field(default_factory=list)
+    outputs: list[tuple[int, float, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, model: str | Path, graph) -> IntEdges:
+        from nn2c.compile import load_model
+
+        original = load_model(model)
+
+        def edges(ours: list[Value], theirs: list[Value]) -> list[tuple[int, float, int]]:
+            return [(k, float(v.type.quant.scale[0]), int(v.type.quant.zero_point[0]))
+                    for k, (v, o) in enumerate(zip(ours, theirs, strict=True))
+                    if v.type.dtype == "int8" and o.type.dtype == "float32" and v.type.quant is not None]
+
+        return cls(edges(graph.inputs, original.inputs), edges(graph.outputs, original.outputs))
+
+    def inputs_of(self, records: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        out = [list(record) for record in records]
+        for record in out:
+            for k, scale, zero_point in self.inputs:
+                record[k] = ((record[k].astype(np.float32) - np.float32(zero_point)) * np.float32(scale))
+        return out
+
+    def outputs_of(self, theirs: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        out = [list(record) for record in theirs]
+        for record in out:
+            for k, scale, zero_point in self.outputs:
+                q = np.round(np.asarray(record[k], dtype=np.float32) / np.float32(scale)) + zero_point
+                record[k] = np.clip(q, -128, 127).astype(np.int8)
+        return out
+
+
 def run_compiled(result: CompileResult, records: list[list[np.ndarray]], workdir: str | Path | None = None
                  ) -> list[list[np.ndarray]]:
     """Write the compiled model (into workdir, or a temporary folder), build it with the host compiler
@@ -157,13 +196,14 @@ def verify_model(model: str | Path, count: int = 3, seed: int = 0, references: t
     graph = result.graph
     records = random_records(graph.inputs, count, seed)
     ours = run_compiled(result, records, workdir)
+    exposed = IntEdges.of(model, graph) if options is not None and options.io == "int8" else IntEdges()
     report = VerifyReport(str(model), count, arena_bytes=result.arena_bytes)
     runners = {"tflm": run_tflm, "litert": run_litert}
     for ref_name in references:
         try:
             if ref_name in missing:
                 raise MissingReferenceError([ref_name])
-            theirs = runners[ref_name](model, records, len(graph.outputs))
+            theirs = exposed.outputs_of(runners[ref_name](model, exposed.inputs_of(records), len(graph.outputs)))
         except MissingReferenceError as exc:  # not installed (or its import failed): say so, go on
             report.missing.append(ref_name)
             report.skipped[ref_name] = str(exc)
