@@ -229,33 +229,39 @@ def _scratch(codes: list[NodeCode], steps: list[Node | RowGroup]) -> list[list[i
 
 def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:
     """(peak, cheapest added cost) at the peak levels where the cost changes, smallest peak first
-    (the estimated trade-off curve). The cost never rises with the level, so each point is found by
-    bisection from the one above it: a few dynamic programmes per point, not one per level."""
-    levels = sorted({o.peak for o in options})
-
-    def cost(i: int) -> float:
-        picked = _cheapest(count, options, levels[i])
-        return sum(o.cost for o in picked) if picked else float("inf")
-
+    (the estimated trade-off curve): one pass over the options keeping, for every prefix of the
+    steps, the covers no other beats in both peak and cost (their peak is the largest of their
+    options', their cost the sum), ranked as _cheapest ranks them (cost plus the in-place offset
+    tie-break, then fewer groups)."""
+    ending: dict[int, list[Option]] = {}
+    for o in options:
+        ending.setdefault(o.last, []).append(o)
+    # per prefix: (peak, ranking cost, groups, added cost) of its Pareto covers, smallest peak first
+    fronts: list[list[tuple[int, float, int, float]]] = [[(0, 0.0, 0, 0.0)]] + [[] for _ in range(count)]
+    for end in range(count):
+        made = []
+        for o in ending.get(end, []):
+            grouped = o.group is not None
+            rank, peak = o.cost + 1e-3 * o.drift, o.peak
+            for p, r, g, c in fronts[o.first]:
+                made.append((p if p > peak else peak, r + rank, g + grouped, c + o.cost))
+        fronts[end + 1] = _front(made)
     curve: list[tuple[int, float]] = []
-    hi = len(levels) - 1
-    if hi < 0:
-        return curve
-    current = cost(hi)
-    while current != float("inf"):
-        lo = 0
-        while lo < hi:  # the smallest level reaching `current`
-            mid = (lo + hi) // 2
-            if cost(mid) <= current:
-                hi = mid
-            else:
-                lo = mid + 1
-        curve.append((levels[hi], current))
-        if hi == 0:
-            break
-        hi -= 1
-        current = cost(hi)
-    return curve[::-1]
+    for p, _, _, c in fronts[count]:  # the levels where the added cost drops
+        if not curve or c < curve[-1][1]:
+            curve.append((p, c))
+    return curve
+
+
+def _front(covers: list[tuple[int, float, int, float]]) -> list[tuple[int, float, int, float]]:
+    """The covers no other beats: by peak, each ranked strictly better than every lower-peak one."""
+    kept: list[tuple[int, float, int, float]] = []
+    for cover in sorted(covers):
+        if not kept or cover[1:3] < kept[-1][1:3]:
+            if kept and kept[-1][0] == cover[0]:
+                continue  # (sorted: the same peak ranked no better)
+            kept.append(cover)
+    return kept
 
 
 def _cheapest(count: int, options: list[Option], level: int, drift_cost: float = 1e-3) -> list[Option]:
@@ -321,11 +327,16 @@ class _Lifetimes:
                 if name is not None and self.produced_at.get(name, -1) < 0:
                     self.produced_at[name] = k
         self.outputs = {buffers.buffer_of[id(v)] for v in graph.outputs if id(v) in buffers.buffer_of}
+        self._alive: dict[tuple[int, int], int] = {}
 
     def alive_entering(self, first: int, last: int) -> int:
-        """Bytes of buffers made before step `first` and still read at or after it."""
-        return sum(r.size for name, r in self.requests.items()
-                   if r.first <= first <= r.last and not first <= self.produced_at[name] <= last)
+        """Bytes of buffers made before step `first` and still read at or after it (asked once per
+        option: the options of one run share it)."""
+        key = (first, last)
+        if key not in self._alive:
+            self._alive[key] = sum(r.size for name, r in self.requests.items()
+                                   if r.first <= first <= r.last and not first <= self.produced_at[name] <= last)
+        return self._alive[key]
 
 
 def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
