@@ -185,6 +185,32 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
     assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
+def test_channel_records_without_inline_asm_are_bit_exact(tmp_path, monkeypatch):
+    """A FULLY_CONNECTED of batch 1 with every shift negative keeps its output stage per channel in one
+    record on the Arm DSP targets (nn2c_sparse_s8_t.records, no separate arrays). The C fallback that
+    reads them (a host build of the Cortex-M4 lowering, ASan + UBSan on extreme inputs; the Cortex-M4
+    built at -O0 in QEMU) is bit-exact with TFLM, as is the assembly path (test_sparse_kernels_on_qemu)."""
+    path = pruned(AD01, "1:8", tmp_path)
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer")
+    result = compile_model(path, options)
+    source = result.files[f"{result.name}.c"]
+    assert ".records = " in source and ".bias = NULL" in source
+    exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    records = extreme_records(result.graph)
+    assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
+                         run_tflm(path, records, len(result.graph.outputs)))
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets import cortexm_build
+    from nn2c.targets.cortexm_bench import bench_model
+
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS",
+                        ["-O0" if flag == "-O2" else flag for flag in cortexm_build.COMPILE_FLAGS])
+    report = bench_model(path, target="cortex-m4", count=2, seed=2, workdir=tmp_path / "o0", options=options)
+    assert report.reference == "tflm" and report.passed()
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 def test_n_m_pruning_keeps_n_of_every_m_along_the_input_channels(tmp_path):
     path = pruned(KWS, "2:8", tmp_path)
     graph = compile_model(path, CompileOptions(opt_level=0)).graph

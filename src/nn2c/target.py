@@ -66,10 +66,10 @@ class Target:
 
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
-_DSP_SPARSE_ROW = ((1.444, 43.88, 0.2315, 77.29, 77.29), (4.314, 50.89, 0.3417, 29.91, 29.91))
-_DSP_SPARSE_BLOCK = ((0.9937, 24.82, 2.462, 99.82, 250.7), (3.661, 42.42, -0.1644, 37.92, 66.33))
-_MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4816, 56.1, 56.1), (1.104, 51.05, 0.3782, 30.93, 30.93))
-_MVE_SPARSE_BLOCK = ((0.1199, 8.179, -0.06624, 63.35, 137.3), (0.4938, 50.29, -0.28, 38.39, 36.19))
+_DSP_SPARSE_ROW = ((1.445, 35.45, 0.2748, 78.32, 78.32), (4.339, 27.22, 0.2202, 26.67, 26.67))
+_DSP_SPARSE_BLOCK = ((1.01, 23.59, 2.329, 118.8, 220.6), (3.743, 39.75, -0.1935, 38.23, 81.99))
+_MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4798, 55.99, 55.99), (1.109, 59.78, 0.3186, 28.8, 28.8))
+_MVE_SPARSE_BLOCK = ((0.12, 8.208, -0.06658, 63.26, 147.6), (0.5627, 52.12, -0.1404, 35.27, 55.82))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     # no sparse model: the host target's instructions depend on the machine its C is built for (bench/sparse.py

@@ -6,6 +6,9 @@
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
+/* channel records (nn2c_sparse_s8_t.records) run nn2c_sparse_row1_records; the general loops never see them */
+#define NN2C_SPARSE_RECORDS 1
 #endif
 
 /* The walk over the stored entries and the output stage, kept in locals: int8 stores could alias the
@@ -17,6 +20,7 @@ typedef struct {
     int32_t out_c, segments;
     const int32_t *bias, *multipliers, *shifts;
     const int64_t *rounding;
+    const int32_t *records;
     int32_t offset, lo, hi;
 } nn2c_sparse_walk_t;
 
@@ -31,13 +35,32 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.multipliers = m->multipliers;
     w.shifts = m->shifts;
     w.rounding = m->rounding;
+    w.records = m->records;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
     return w;
 }
 
+/* Channel c's bias and output stage: from the per-channel arrays, or (a build for an Arm DSP core
+ * without inline assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records. */
+NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c) {
+#if !defined(NN2C_SPARSE_RECORDS)
+    if (o->records != NULL) return o->records[NN2C_SPARSE_RECORD * c];
+#endif
+    return o->bias[c];
+}
+
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc) {
+#if !defined(NN2C_SPARSE_RECORDS)
+    if (o->records != NULL) {
+        const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
+        int64_t rounding[2];
+        memcpy(rounding, r + 3, sizeof rounding);
+        return (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_mbqm_rounded(acc, r[1], -r[2] - 1, rounding), o->offset),
+                                      o->lo, o->hi);
+    }
+#endif
     acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c), o->offset);
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
 }
@@ -55,32 +78,33 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, con
     }
     return acc;
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
-    /* Arm DSP, 17 instructions per 4 entries: four position bytes, one word of four weights split by
-     * SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20) */
+    /* Arm DSP, 17 instructions per 4 entries: the position bytes two at a time, one word of four weights
+     * split by SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20). Two
+     * position registers, not four: the caller's channel loop keeps its pointers in registers. */
     if (n > 0) {
-        int32_t i0, i1, i2, i3, w, t;
+        int32_t i0, i1, w, t;
         const int8_t *const end = value + n;
         __asm__ volatile(
             "1:\n\t"
             "ldrb   %[i0], [%[pi]], #1\n\t"
             "ldrb   %[i1], [%[pi]], #1\n\t"
-            "ldrb   %[i2], [%[pi]], #1\n\t"
-            "ldrb   %[i3], [%[pi]], #1\n\t"
             "ldr    %[w], [%[pw]], #4\n\t"
             "ldrsb  %[i0], [%[seg], %[i0]]\n\t"
             "ldrsb  %[i1], [%[seg], %[i1]]\n\t"
-            "ldrsb  %[i2], [%[seg], %[i2]]\n\t"
-            "ldrsb  %[i3], [%[seg], %[i3]]\n\t"
             "sxtb16 %[t], %[w], ror #8\n\t"
             "sxtb16 %[w], %[w]\n\t"
             "smlabb %[acc], %[i0], %[w], %[acc]\n\t"
             "smlabb %[acc], %[i1], %[t], %[acc]\n\t"
-            "smlabt %[acc], %[i2], %[w], %[acc]\n\t"
-            "smlabt %[acc], %[i3], %[t], %[acc]\n\t"
+            "ldrb   %[i0], [%[pi]], #1\n\t"
+            "ldrb   %[i1], [%[pi]], #1\n\t"
+            "ldrsb  %[i0], [%[seg], %[i0]]\n\t"
+            "ldrsb  %[i1], [%[seg], %[i1]]\n\t"
+            "smlabt %[acc], %[i0], %[w], %[acc]\n\t"
+            "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
             "cmp    %[pw], %[end]\n\t"
             "bne    1b\n\t"
-            : [acc] "+r"(acc), [pi] "+r"(index), [pw] "+r"(value), [i0] "=&r"(i0), [i1] "=&r"(i1),
-              [i2] "=&r"(i2), [i3] "=&r"(i3), [w] "=&r"(w), [t] "=&r"(t)
+            : [acc] "+r"(acc), [pi] "+r"(index), [pw] "+r"(value), [i0] "=&r"(i0), [i1] "=&r"(i1), [w] "=&r"(w),
+              [t] "=&r"(t)
             : [seg] "r"(seg), [end] "r"(end)
             : "cc", "memory");
     }
@@ -96,11 +120,57 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, con
 #endif
 }
 
+#if defined(NN2C_SPARSE_RECORDS)
+/* nn2c_mbqm_rounded plus the output offset for a negative shift, from the channel's record
+ * (nn2c_sparse_s8_t.records): 8 instructions. */
+NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, const int32_t *rec, int32_t offset) {
+    int32_t lo, hi, m, sh;
+    __asm__("ldrd   %[m], %[sh], [%[rec], #4]\n\t"
+            "lsr    %[lo], %[acc], #31\n\t"
+            "add    %[lo], %[rec], %[lo], lsl #3\n\t"
+            "ldrd   %[lo], %[hi], [%[lo], #12]\n\t"
+            "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
+            "asr    %[hi], %[hi], %[sh]\n\t"
+            "add    %[hi], %[hi], %[off]\n\t"
+            : [lo] "=&r"(lo), [hi] "=&r"(hi), [m] "=&r"(m), [sh] "=&r"(sh)
+            : [acc] "r"(acc), [rec] "r"(rec), [off] "r"(offset), "m"(*(const int32_t(*)[NN2C_SPARSE_RECORD])rec));
+    (void)lo;
+    return hi;
+}
+
+/* One input row x of a filter within one segment (depth <= 256) on the Arm DSP with channel records:
+ * per channel its count, the dot over its entries, the output stage from its record, one store; the
+ * loop's pointers stay in registers (the general loop below keeps a dozen values live and spills
+ * them around every channel's dot). */
+__attribute__((noinline)) /* its registers its own, not shared with the general loop it would be inlined into */
+static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
+    const uint16_t *count = m->counts;
+    const uint8_t *index = m->index;
+    const int8_t *value = m->values;
+    const int32_t *rec = m->records;
+    const int8_t *const end = out + m->out_c;
+    for (; out < end; ++out, rec += NN2C_SPARSE_RECORD) {
+        const int32_t n = *count++;
+        const int32_t acc = nn2c_sparse_dot(x, index, value, n, rec[0]);
+        index += n;
+        value += n;
+        const int32_t y = nn2c_sparse_record_requant(acc, rec, m->output_offset);
+        *out = (int8_t)nn2c_clamp_i32(y, m->act_min, m->act_max);
+    }
+}
+#endif
+
 /* One input row x: out[c] for every output channel. */
 static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->records != NULL && m->segments == 1) {
+        nn2c_sparse_row1_records(m, x, out);
+        return;
+    }
+#endif
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
-        int32_t acc = w.bias[c];
+        int32_t acc = nn2c_sparse_bias(&w, c);
         if (w.segments == 1) {
             /* depth <= 256 without the segment loop: measured 7% fewer instructions on pruned ad01 on the
              * Cortex-M55 (1% on the M4) than the loop below with one segment */
@@ -124,7 +194,7 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
 static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
-        int32_t a0 = w.bias[c], a1 = a0, a2 = a0, a3 = a0;
+        int32_t a0 = nn2c_sparse_bias(&w, c), a1 = a0, a2 = a0, a3 = a0;
         for (int32_t s = 0; s < w.segments; ++s) {
             const int32_t base = s * NN2C_SPARSE_SEGMENT;
             const int8_t *x0 = x[0] + base, *x1 = x[1] + base, *x2 = x[2] + base, *x3 = x[3] + base;

@@ -14,6 +14,7 @@
 #include "nn2c_conv.h"
 
 #define NN2C_SPARSE_SEGMENT 256 /* inputs per segment: a position fits one byte */
+#define NN2C_SPARSE_RECORD 7    /* int32 words of a channel record (records below) */
 
 typedef struct {
     int32_t out_c, depth;
@@ -25,6 +26,9 @@ typedef struct {
     const int32_t *multipliers; /* per output channel (a per-tensor multiplier repeated) */
     const int32_t *shifts;
     const int64_t *rounding; /* per channel: the pair of nn2c_mbqm_rounded */
+    /* Arm DSP targets when every shift is negative, else NULL: per output channel NN2C_SPARSE_RECORD
+     * words, what its output stage reads in one place: bias, multiplier, -shift - 1, the rounding pair */
+    const int32_t *records;
     int32_t output_offset;
     int32_t act_min, act_max;
 } nn2c_sparse_s8_t;
