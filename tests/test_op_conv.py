@@ -174,6 +174,21 @@ def test_conv_int8(tmp_path: Path, case: Case):
     assert_matches_tflm(_quantized_model([(case, False)], "int8", _seed(case)), tmp_path, records=3)
 
 
+def test_the_mixed_shift_case_has_shifts_of_both_signs():
+    """The gain case exists to run the DSP depthwise kernel's requantisation with the shift branch (the
+    assembly path needs every shift negative): its per-channel shifts must really take both signs."""
+    from nn2c.frontends.tflite_frontend import load_tflite
+    from nn2c.quant.fixedpoint import quantize_multiplier
+
+    case = next(c for c in DEPTHWISE_CASES if c.gain > 1)
+    node = load_tflite("gain", _quantized_model([(case, True)], "int8", _seed(case))).nodes[0]
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and w is not None and x.type.quant and w.type.quant and y.type.quant
+    shifts = [quantize_multiplier(float(x.type.quant.scale[0]) * float(s) / float(y.type.quant.scale[0]))[1]
+              for s in w.type.quant.scale]
+    assert min(shifts) < 0 <= max(shifts), shifts
+
+
 @pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=lambda c: f"{c.shape}-m{c.out_c}-{c.kernel}-s{c.stride}")
 def test_depthwise_int8(tmp_path: Path, case: Case):
     assert_matches_tflm(_quantized_model([(case, True)], "int8", _seed(case)), tmp_path, records=3)
