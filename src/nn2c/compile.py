@@ -110,11 +110,9 @@ def compile_model(path: str | Path, options: CompileOptions | None = None,
     if options.quantize:
         graph, quant, tflite_bytes = _quantize(graph, path, options, passes, step)
     plan_options = options
-    if options.npu is not None:
-        from nn2c.npu.stage import partition_stage, schedule_options
+    if options.npu is not None:  # (the partition stage runs in plan_stages, after the lower stage)
+        from nn2c.npu.stage import schedule_options
 
-        step(f"partitioning between the CPU and the {options.npu} NPU (Vela)")
-        partition_stage(graph, options)
         plan_options = schedule_options(options)
     name = c_identifier(options.name or Path(path).stem)
     lowered, order, step_codes, arena = plan_stages(graph, name, plan_options, step)
@@ -159,6 +157,11 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")
     lowered = lower(graph, name, target, options.debug, options.sparse)
+    if options.npu is not None:  # compile_model only (nn2c.profile refuses --npu)
+        from nn2c.npu.stage import partition_stage
+
+        step(f"partitioning between the CPU and the {options.npu} NPU (Vela)")
+        partition_stage(graph, options, lowered.code_in(graph.nodes))
     step("choosing the operator order")
     order = schedule(graph, reorder=options.reorder)
     step(f"choosing row groups (--schedule {options.schedule})")

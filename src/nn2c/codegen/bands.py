@@ -94,6 +94,10 @@ class Bands:
         """Of the read's first column; its width follows."""
         return 2 * len(self.channels) + 2 * r
 
+    def read_number(self, member: int, arg: int) -> int:
+        """The outside read of member `member`'s kernel argument `arg` (its tile, its table columns)."""
+        return next(r for r, read in enumerate(self.reads) if (read.member, read.arg) == (member, arg))
+
     @property
     def sink_lo_index(self) -> int:
         return 2 * len(self.channels) + 2 * len(self.reads)
@@ -110,8 +114,7 @@ def column_map(op: StreamOp) -> RowMap | None:
         return RowMap(g["in_w"], (g["filter_w"] - 1) * g["dilation_w"] + 1, g["stride_w"], g["pad_w"])
     if op.kind == "pool":
         return RowMap(g["input_w"], g["filter_w"], g["stride_w"], g["pad_w"])
-    shape = op.output.type.shape
-    return RowMap(shape[2]) if op.kind in ELEMENTWISE else None
+    return RowMap(op.output.type.shape[2])  # element-wise: column x reads column x
 
 
 def bandable(run: list[StreamOp], sources: list[list[int]]) -> bool:
@@ -157,9 +160,9 @@ def plan_bands(run: list[StreamOp], sources: list[list[int]], count: int) -> Ban
                     out[s] = (in_lo, in_hi)
                 else:
                     read_cols[(j, k)] = (in_lo, in_hi)
+        copied = [read_cols[(r.member, r.arg)] for r in reads]
         bands.append(Band(tuple(lo for lo, _ in out), tuple(hi - lo for lo, hi in out), tuple(pad_w),
-                          tuple(read_cols[(r.member, r.arg)][0] for r in reads),
-                          tuple(read_cols[(r.member, r.arg)][1] - read_cols[(r.member, r.arg)][0] for r in reads)))
+                          tuple(lo for lo, _ in copied), tuple(hi - lo for lo, hi in copied)))
     recomputed = 0
     for j, op in enumerate(run):
         made = sum(b.out_w[j] for b in bands)

@@ -216,7 +216,8 @@ class RowGroup:
     # a SIMD convolution whose output only the accumulating sink reads hands it feed_pixels(out_c) pixels
     # at a time (nn2c_conv_s8_simd_fc): its window is those pixels instead of whole rows
     feed: bool = False
-    # the output split into column bands, each streamed by rows (codegen/bands.py): chains only
+    # the output split into column bands, each streamed by rows (codegen/bands.py): groups whose members
+    # each have one reader
     bands: Bands | None = None
     op: str = "ROW_GROUP"
     index: int = -1
@@ -269,12 +270,13 @@ class RowGroup:
 
     @property
     def tile_bytes(self) -> list[int]:
-        """Column bands: the tile member 0's input rows are copied into, and the sink's output tile."""
+        """Column bands: the tile of each outside read (the most rows one call reads, a band wide), then the
+        sink's output tile."""
         if self.bands is None:
             return []
         step = steps(self.members, consumers(self.members), self.sim.block)
         tiles = []
-        for r, read in enumerate(self.bands.reads):  # the most rows one call of the member reads
+        for r, read in enumerate(self.bands.reads):
             rows = min(read.rows.in_rows, (step[read.member] - 1) * read.rows.stride + read.rows.span)
             tiles.append(rows * self.bands.read_row_bytes(r))
         return [*tiles, step[-1] * self.bands.row_bytes(len(self.ops) - 1)]
@@ -420,7 +422,7 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             if source >= 0:
                 args[k] = f"w{source} + ({row} - first{source}) * {elements}"
             elif bands is not None:  # the band's columns of the rows it reads, copied into its tile
-                r = next(r for r, read in enumerate(bands.reads) if (read.member, read.arg) == (j, k))
+                r = bands.read_number(j, k)
                 count = f"k{j}.{_ROW_FIELDS[op.kind][0]}" if op.kind in _ROW_FIELDS else rows
                 inner.append(_copy_in(bands, r, args[k], row, count, windows + r))
                 args[k] = f"({c_type(value.type.dtype)} *)@s{windows + r}@"
@@ -477,7 +479,7 @@ def _band_start(group: RowGroup, bands: Bands) -> tuple[list[str], list[str]]:
             _, value, _ = op.streamed[0]
             source = _source(group, value)
             in_w = bands.out_w_index(source) if source >= 0 else \
-                bands.read_index(next(r for r, read in enumerate(bands.reads) if read.member == j)) + 1
+                bands.read_index(bands.read_number(j, op.streamed[0][0])) + 1
             lines.append(f"    k{j}.{in_w_field} = c[{in_w}]; k{j}.{out_w_field} = c[{out_w}]; "
                          f"k{j}.{pad_w_field} = c[{out_w + 1}];")
         lines.append(f"    const int32_t e{j} = c[{out_w}] * {bands.channels[j]};")

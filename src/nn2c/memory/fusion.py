@@ -256,10 +256,8 @@ def _curve(count: int, options: list[Option]) -> list[tuple[int, float]]:
 def _front(covers: list[tuple[int, float, int, float]]) -> list[tuple[int, float, int, float]]:
     """The covers no other beats: by peak, each ranked strictly better than every lower-peak one."""
     kept: list[tuple[int, float, int, float]] = []
-    for cover in sorted(covers):
+    for cover in sorted(covers):  # (a later cover of the same peak is ranked no better: dropped here)
         if not kept or cover[1:3] < kept[-1][1:3]:
-            if kept and kept[-1][0] == cover[0]:
-                continue  # (sorted: the same peak ranked no better)
             kept.append(cover)
     return kept
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from nn2c.codegen.context import NodeCode
 from nn2c.errors import NN2CError, UnsupportedOpError, UsageError
 from nn2c.export.tflite_writer import OperatorOptionsError, _Writer, serialize
 from nn2c.ir import Graph
@@ -176,14 +177,13 @@ def subgraph_tflite(graph: Graph, nodes: list[Node]) -> bytes:
                                  f"({exc.reason})") from None
 
 
-def cpu_costs(graph: Graph, target: str) -> list[int]:
+def cpu_costs(graph: Graph, codes: list[NodeCode], target: str) -> list[int]:
     """nn2c's estimate of each operator on the CPU: the fitted instruction model of the kernel the
-    target's lowering calls, or (no fitted model: the host) cpu_cycles."""
-    from nn2c.codegen.lower import lower
+    target's lowering calls (codes: the lower stage's, in graph order), or (no fitted model: the host)
+    cpu_cycles."""
     from nn2c.profiler import node_instructions
 
-    lowered = lower(graph, "npu_cost", target)
-    predicted = node_instructions(target, lowered.code_in(graph.nodes))
+    predicted = node_instructions(target, codes)
     if predicted is None:
         return [cpu_cycles(n, target) for n in graph.nodes]
     return [round(p) for p in predicted]
@@ -268,8 +268,9 @@ def _estimate(units: list[str], cpu: list[int], subgraphs: list[NpuSubgraph]) ->
                              len(subgraphs), len(subgraphs))
 
 
-def partition(graph: Graph, config: NpuConfig, cpu_target: str) -> NpuPlan:
-    """Place every operator of `graph` (in its execution order) on the NPU or the CPU."""
+def partition(graph: Graph, config: NpuConfig, cpu_target: str, codes: list[NodeCode]) -> NpuPlan:
+    """Place every operator of `graph` (in its execution order) on the NPU or the CPU; codes: each
+    operator's lowering for cpu_target, in the same order (what the CPU would run)."""
     check_int8(graph)
     arch = architecture(config)
     nodes = graph.nodes
@@ -279,7 +280,7 @@ def partition(graph: Graph, config: NpuConfig, cpu_target: str) -> NpuPlan:
         cycles, reason = _may_run_on_npu(graph, node, arch)
         may.append(cycles)
         why.append(reason)
-    cpu = cpu_costs(graph, cpu_target)
+    cpu = cpu_costs(graph, codes, cpu_target)
     units = _choose(may, cpu)
     subgraphs = _compile_runs(graph, _runs(units), arch)
     baseline_units = ["cpu" if m is None else "npu" for m in may]

@@ -298,8 +298,8 @@ def _fmt(value: Any) -> str:
 
 def _schedule_rows(data: ReportData) -> list[list[Any]]:
     return [[g["step"], f"{g['ops'][0]}-{g['ops'][-1]}", " > ".join(g["types"]), g["rows_per_iteration"],
-             g.get("column_bands", 1), sum(g["window_bytes"]) + sum(g.get("tile_bytes", [])), g["moved_bytes"],
-             g.get("recomputed_macs", 0), "; ".join(g["slower_kernels"]) or "-"]
+             g["column_bands"], sum(g["window_bytes"]) + sum(g["tile_bytes"]), g["moved_bytes"],
+             g["recomputed_macs"], "; ".join(g["slower_kernels"]) or "-"]
             for g in data.schedule.get("row_groups", [])]
 
 
@@ -317,7 +317,7 @@ def _schedule_summary(data: ReportData) -> str:
                 f"{s['layer_by_layer_arena_bytes']:,} B layer by layer, estimated extra cost "
                 f"{100 * s['added_cost_fraction']:.1f}%, "
                 + (f"{s['recomputed_macs']:,} MACs recomputed (the halo columns of column bands)."
-                   if s.get("recomputed_macs") else "no MAC recomputed."))
+                   if s["recomputed_macs"] else "no MAC recomputed."))
     moves = s.get("relocations", [])
     if moves:
         text += (f" {len(moves)} tensor(s) move back after an in-place step (after steps "

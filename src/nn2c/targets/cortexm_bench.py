@@ -230,8 +230,7 @@ def bench_model(model: str | Path, target: str = "cortex-m4", count: int = 3, se
         )
         if len(first.windows) != count:
             raise BuildError(f"the plugin measured {len(first.windows)} inferences, expected {count}")
-        theirs = _reference_outputs(model, records, graph, model_dir, Path(tmp), report,
-                                    result.options.io if result.options is not None else "float")
+        theirs = _reference_outputs(model, records, graph, model_dir, Path(tmp), report, result.options)
     _compare(report, graph, ours, theirs)
     return report
 
@@ -256,13 +255,14 @@ def _decode_outputs(run: RunResult, outputs: list[Value], count: int) -> list[li
 
 
 def _reference_outputs(model: str | Path, records: list[list[np.ndarray]], graph: Graph, model_dir: Path,
-                       tmp: Path, report: BenchReport, io: str = "float") -> list[list[np.ndarray]]:
+                       tmp: Path, report: BenchReport, options: CompileOptions | None = None
+                       ) -> list[list[np.ndarray]]:
     """TFLM's outputs (--io int8: of the model file's float edges, converted exactly); when TFLM refuses
     the model or is not installed, nn2c's own outputs built for the host (report.reference says which)."""
     from nn2c.verify.oracle import MissingReferenceError, run_tflm
 
     try:
-        edges = IntEdges.of(model, graph) if io == "int8" else IntEdges()
+        edges = IntEdges.of(model, graph, options)
         return edges.outputs_of(run_tflm(model, edges.inputs_of(records), len(graph.outputs)))
     except MissingReferenceError as exc:  # the `oracle` extra is not installed
         report.missing.append("tflm")

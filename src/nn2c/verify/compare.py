@@ -132,9 +132,12 @@ class IntEdges:
     outputs: list[tuple[int, float, int]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, model: str | Path, graph) -> IntEdges:
+    def of(cls, model: str | Path, graph, options: CompileOptions | None) -> IntEdges:
+        """The edges of `graph` compiled from `model` with `options` (none without --io int8)."""
         from nn2c.compile import load_model
 
+        if options is None or options.io != "int8":
+            return cls()
         original = load_model(model)
 
         def edges(ours: list[Value], theirs: list[Value]) -> list[tuple[int, float, int]]:
@@ -196,7 +199,7 @@ def verify_model(model: str | Path, count: int = 3, seed: int = 0, references: t
     graph = result.graph
     records = random_records(graph.inputs, count, seed)
     ours = run_compiled(result, records, workdir)
-    exposed = IntEdges.of(model, graph) if options is not None and options.io == "int8" else IntEdges()
+    exposed = IntEdges.of(model, graph, options)
     report = VerifyReport(str(model), count, arena_bytes=result.arena_bytes)
     runners = {"tflm": run_tflm, "litert": run_litert}
     for ref_name in references:
