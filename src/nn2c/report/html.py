@@ -83,8 +83,10 @@ def _plots(result: CompileResult) -> dict[str, bytes]:
         plan_png = plot_plan(code.buffers, code.plan, code.inplace, result.name, Path(tmp) / "memory_plan.png", groups)
         live_png = plot_live_bytes(code.buffers, code.plan, result.name, Path(tmp) / "live_bytes.png")
         images = {"memory_plan.png": plan_png.read_bytes(), "live_bytes.png": live_png.read_bytes()}
-        if len(schedule.get("tradeoff", [])) > 1:
-            points = [(p["arena_bytes"], p["added_cost_fraction"]) for p in schedule["tradeoff"]]
+        tradeoff = schedule.get("tradeoff", [])
+        # a curve of one planned schedule still shows what it saves against layer by layer
+        if len(tradeoff) > 1 or (tradeoff and code.plan.arena_bytes < schedule["layer_by_layer_arena_bytes"]):
+            points = [(p["arena_bytes"], p["added_cost_fraction"]) for p in tradeoff]
             bounds = [(p["lower_bound_bytes"], p["added_cost_fraction"]) for p in schedule["candidates"]]
             chosen = (code.plan.arena_bytes, schedule["added_cost_fraction"])
             curve = plot_tradeoff(points, chosen, schedule["layer_by_layer_arena_bytes"], result.name,
