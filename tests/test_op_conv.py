@@ -164,8 +164,10 @@ DEPTHWISE_CASES = [
     Case((1, 11, 9, 19), 2, kernel=(5, 5), stride=(1, 2), dilation=(1, 2), activation="RELU"),
     Case((1, 6, 6, 32), 1, kernel=(3, 3), bias=False, activation="RELU_N1_TO_1"),
     Case((3, 4, 4, 17), 1, kernel=(4, 4), padding="VALID", input_zp=-50, output_zp=20),
-    # shifts of both signs in one layer: the DSP kernel's requantisation with the shift branch
+    # shifts of both signs in one layer: the DSP kernel's requantisation with the shift branch; on the
+    # MVE kernel the groups of 8 (12 channels) and of 16 (20) with left shifts (the C requantisation)
     Case((1, 5, 6, 12), 1, gain=250.0),
+    Case((1, 6, 5, 20), 1, gain=250.0, input_zp=-5, output_zp=3),
 ]
 
 
@@ -174,19 +176,20 @@ def test_conv_int8(tmp_path: Path, case: Case):
     assert_matches_tflm(_quantized_model([(case, False)], "int8", _seed(case)), tmp_path, records=3)
 
 
-def test_the_mixed_shift_case_has_shifts_of_both_signs():
-    """The gain case exists to run the DSP depthwise kernel's requantisation with the shift branch (the
-    assembly path needs every shift negative): its per-channel shifts must really take both signs."""
+@pytest.mark.parametrize("case", [c for c in DEPTHWISE_CASES if c.gain > 1], ids=lambda c: f"{c.shape}")
+def test_the_mixed_shift_cases_have_shifts_of_both_signs(case: Case):
+    """The gain cases exist to run the depthwise kernels' requantisation with left shifts (the DSP
+    assembly needs every shift negative, the MVE assembly none positive): their per-channel shifts
+    must really take both signs."""
     from nn2c.frontends.tflite_frontend import load_tflite
     from nn2c.quant.fixedpoint import quantize_multiplier
 
-    case = next(c for c in DEPTHWISE_CASES if c.gain > 1)
     node = load_tflite("gain", _quantized_model([(case, True)], "int8", _seed(case))).nodes[0]
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None and x.type.quant and w.type.quant and y.type.quant
     shifts = [quantize_multiplier(float(x.type.quant.scale[0]) * float(s) / float(y.type.quant.scale[0]))[1]
               for s in w.type.quant.scale]
-    assert min(shifts) < 0 <= max(shifts), shifts
+    assert min(shifts) < 0 < max(shifts), shifts
 
 
 @pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=lambda c: f"{c.shape}-m{c.out_c}-{c.kernel}-s{c.stride}")
@@ -357,11 +360,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
 
 
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("build", ["-O0", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
-def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch, build: str):
-    """The C versions of the DSP kernels' inline assembly, which GCC cannot give registers without
+def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch, build: str, target: str):
+    """The C versions of the SIMD kernels' inline assembly, which GCC cannot give registers without
     optimisation (-O0) or with a frame pointer kept (NN2C_NO_INLINE_ASM, docs/user-guide.md): the
-    same cases built that way for the Cortex-M4, bit-exact with TFLM."""
+    same cases built that way, bit-exact with TFLM."""
     from nn2c.targets import cortexm_build
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools
@@ -375,7 +379,7 @@ def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch
     cases = [(c, False) for c in CONV_CASES] + [(c, True) for c in DEPTHWISE_CASES]
     path = tmp_path / "model.tflite"
     path.write_bytes(_quantized_model(cases, "int8", 21))
-    report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "qemu")
+    report = bench_model(path, target=target, count=2, seed=4, workdir=tmp_path / "qemu")
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
