@@ -84,6 +84,53 @@ def test_pool_int16(op: str, case: tuple, tmp_path: Path) -> None:
     assert_matches_tflm(model, tmp_path)
 
 
+# int8 averages on the Cortex-M cores: sums in int16 lanes, division by a reciprocal (kernels/nn2c_pool.c)
+CORTEX_M_AVG_CASES = [
+    *POOL_CASES,
+    ((1, 25, 5, 64), (25, 5), (1, 1), "VALID", "NONE"),  # kws_ref_model's global pool: 125 pixels
+    ((1, 7, 7, 36), (7, 7), (1, 1), "SAME", "RELU"),  # windows of 16 to 49 pixels, 36 channels
+    ((2, 8, 8, 13), (2, 2), (2, 2), "VALID", "RELU6"),  # channels in no whole group of 4
+    ((1, 16, 16, 8), (16, 16), (1, 1), "VALID", "NONE"),  # 256 pixels: the most int16 lanes hold
+    ((1, 17, 17, 8), (17, 17), (1, 1), "VALID", "NONE"),  # 289: the portable loop
+]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("opt", ["-O2", "-O0"])
+def test_avg_pool_int8_in_qemu(target: str, opt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Arm DSP and Helium branches of the int8 average, every case side by side in one model,
+    bit-exact with TFLM in QEMU (each input drawn from the whole int8 range); -O0 builds the DSP
+    branch without its inline assembly."""
+    from nn2c.targets import cortexm_build
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    flags = [opt if flag == "-O2" else flag for flag in cortexm_build.COMPILE_FLAGS]
+    assert flags.count(opt) == 1
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+    rng = np.random.default_rng(7)
+    b = ModelBuilder()
+    pairs = []
+    for shape, (kh, kw), (sh, sw), padding, activation in CORTEX_M_AVG_CASES:
+        n, h, w, c = shape
+        quant = {"scale": float(rng.uniform(0.01, 0.1)), "zero_point": int(rng.integers(-128, 20))}
+        x = b.tensor("int8", shape, **quant)
+        y = b.tensor("int8", (n, _pooled(h, kh, sh, padding), _pooled(w, kw, sw, padding), c), **quant)
+        b.op("AVERAGE_POOL_2D", [x], [y], {"padding": padding, "stride_h": sh, "stride_w": sw,
+                                           "filter_height": kh, "filter_width": kw,
+                                           "fused_activation_function": activation})
+        pairs.append((x, y))
+    path = tmp_path / "pools.tflite"
+    path.write_bytes(b.build([x for x, _ in pairs], [y for _, y in pairs]))
+    report = bench_model(path, target=target, count=3, seed=5, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert len(report.comparisons) == len(CORTEX_M_AVG_CASES)  # one per output
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 def test_int8_pool_with_requantization_is_rejected(tmp_path: Path) -> None:
     model, _ = _pool_model("AVERAGE_POOL_2D", "int8", POOL_CASES[0], scale=0.05, zp=1, out_q=(0.1, 1))
     path = tmp_path / "m.tflite"

@@ -5,6 +5,17 @@
  * reference_integer_ops::AveragePool: (sum +- count/2) / count with C's truncating division. */
 #include "nn2c_pool.h"
 
+/* int8 average pooling sums a window's channels in int16 lanes (a window of at most 256 pixels
+ * cannot overflow them) and divides by a multiply: Helium (MVE) or the Arm DSP extension; other
+ * windows, and other cores, take the portable loop. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+#define NN2C_POOL_MVE 1
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#include <arm_acle.h>
+#define NN2C_POOL_DSP 1
+#endif
+
 /* The window of output (out_y, out_x) clipped to the input, as TFLite computes it. */
 typedef struct {
     int32_t in_y0, in_x0;  /* input coordinates of the window origin (may be negative) */
@@ -70,7 +81,115 @@ static nn2c_pool_window_t nn2c_pool_window(const nn2c_pool_params_t *p, int32_t 
         }                                                                                          \
     }
 
+#if defined(NN2C_POOL_MVE) || defined(NN2C_POOL_DSP)
+/* Division of window sums |s| < 2^16 by count in [2, 256] as (|s| * m) >> 32 with m = ceil(2^32 / count):
+ * exact for every such sum (32 >= 16 + log2(count)), so equal to C's truncating division. */
+NN2C_INLINE uint32_t nn2c_pool_reciprocal(int32_t count) {
+    return (uint32_t)(0xFFFFFFFFu / (uint32_t)count) + 1u;
+}
+#endif
+
+#if defined(NN2C_POOL_MVE)
+/* Channels [c, c + n) of one window (n <= 8), the sums in int16 lanes, then (sum +- count/2) / count
+ * with the sign of the sum (round half away from zero), clamped, stored. */
+NN2C_INLINE void nn2c_avg_pool_s8_lanes(const nn2c_pool_params_t *p, const int8_t *in_b, nn2c_pool_window_t w,
+                                        int32_t count, uint32_t m, int32_t c, int32_t n, int8_t *out) {
+    const mve_pred16_t pred = vctp16q((uint32_t)n);
+    int16x8_t sum = vdupq_n_s16(0);
+    for (int32_t fy = w.fy0; fy < w.fy1; ++fy) {
+        const int8_t *x = in_b + ((size_t)(w.in_y0 + fy) * p->input_w + (size_t)(w.in_x0 + w.fx0)) * p->depth + c;
+        for (int32_t fx = w.fx0; fx < w.fx1; ++fx, x += p->depth) {
+            sum = vaddq_s16(sum, vldrbq_z_s16(x, pred));
+        }
+    }
+    int32x4_t half[2] = {vmovlbq_s16(sum), vmovltq_s16(sum)}; /* channels 0 2 4 6, 1 3 5 7 */
+    for (int k = 0; k < 2; ++k) {
+        const int32x4_t s = half[k], sign = vshrq_n_s32(s, 31);
+        int32x4_t q = vaddq_n_s32(vabsq_s32(s), count / 2);
+        if (count > 1) {
+            q = vreinterpretq_s32_u32(vmulhq_u32(vreinterpretq_u32_s32(q), vdupq_n_u32(m)));
+        }
+        q = vsubq_s32(veorq_s32(q, sign), sign);
+        half[k] = vminq_s32(vmaxq_s32(q, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+    }
+    vstrbq_p_s16(out + c, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), half[0]), half[1]), pred);
+}
+#elif defined(NN2C_POOL_DSP)
+/* acc + SXTB16 of the odd bytes of x (GCC 12's arm_acle.h has no __ror to fold into __sxtab16) */
+NN2C_INLINE uint32_t nn2c_pool_sxtab16_odd(uint32_t acc, uint32_t x) {
+#if defined(__OPTIMIZE__)
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(acc), "r"(x));
+    return r;
+#else
+    return __sxtab16(acc, (x >> 8) | (x << 24));
+#endif
+}
+
+/* Channels [c, c + n) of one window (n <= 8; the rest of a group of 4 read but not stored), the sums
+ * in int16 halves (SXTAB16: channels 0 2 and 1 3 of each word), divided and clamped one by one. */
+NN2C_INLINE void nn2c_avg_pool_s8_lanes(const nn2c_pool_params_t *p, const int8_t *in_b, nn2c_pool_window_t w,
+                                        int32_t count, uint32_t m, int32_t c, int32_t n, int8_t *out) {
+    uint32_t even0 = 0, odd0 = 0, even1 = 0, odd1 = 0;
+    for (int32_t fy = w.fy0; fy < w.fy1; ++fy) {
+        const int8_t *x = in_b + ((size_t)(w.in_y0 + fy) * p->input_w + (size_t)(w.in_x0 + w.fx0)) * p->depth + c;
+        for (int32_t fx = w.fx0; fx < w.fx1; ++fx, x += p->depth) {
+            uint32_t v;
+            memcpy(&v, x, 4); /* (a whole group of 4 inside the row: nn2c_avg_pool_s8 checks) */
+            even0 = __sxtab16(even0, v);
+            odd0 = nn2c_pool_sxtab16_odd(odd0, v);
+            if (n > 4) {
+                memcpy(&v, x + 4, 4);
+                even1 = __sxtab16(even1, v);
+                odd1 = nn2c_pool_sxtab16_odd(odd1, v);
+            }
+        }
+    }
+    const uint32_t halves[4] = {even0, odd0, even1, odd1};
+    for (int32_t j = 0; j < n; ++j) {
+        const uint32_t pair = halves[(j >> 2) * 2 + (j & 1)];
+        const int32_t s = (int32_t)(int16_t)((j & 2) ? pair >> 16 : pair);
+        uint32_t q = (uint32_t)(s < 0 ? -s : s) + (uint32_t)(count / 2);
+        if (count > 1) {
+            q = (uint32_t)(((uint64_t)q * m) >> 32);
+        }
+        const int32_t avg = s < 0 ? -(int32_t)q : (int32_t)q;
+        out[c + j] = (int8_t)nn2c_clamp_i32(avg, p->act_min, p->act_max);
+    }
+}
+#endif
+
 void nn2c_avg_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output) {
+#if defined(NN2C_POOL_MVE) || defined(NN2C_POOL_DSP)
+#if defined(NN2C_POOL_MVE)
+    const int32_t lanes = 8;
+#else
+    const int32_t lanes = p->depth % 4 == 0 ? 8 : 0; /* word reads of whole groups of 4 channels */
+#endif
+    if (lanes > 0 && p->filter_h * p->filter_w <= 256) {
+        for (int32_t b = 0; b < p->batches; ++b) {
+            const int8_t *in_b = input + (size_t)b * p->input_h * p->input_w * p->depth;
+            for (int32_t oy = 0; oy < p->output_h; ++oy) {
+                for (int32_t ox = 0; ox < p->output_w; ++ox, output += p->depth) {
+                    const nn2c_pool_window_t w = nn2c_pool_window(p, oy, ox);
+                    const int32_t count = (w.fy1 - w.fy0) * (w.fx1 - w.fx0);
+                    const uint32_t m = count > 1 ? nn2c_pool_reciprocal(count) : 0u;
+                    for (int32_t c = 0; c < p->depth; c += lanes) {
+                        const int32_t n = p->depth - c < lanes ? p->depth - c : lanes;
+                        if (count > 0) {
+                            nn2c_avg_pool_s8_lanes(p, in_b, w, count, m, c, n, output);
+                        } else { /* an empty window (a padding-only window): 0, as TFLite */
+                            for (int32_t j = 0; j < n; ++j) {
+                                output[c + j] = (int8_t)nn2c_clamp_i32(0, p->act_min, p->act_max);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
+#endif
     NN2C_AVG_POOL_INT(int8_t)
 }
 
