@@ -164,6 +164,9 @@ DEPTHWISE_CASES = [
     Case((1, 11, 9, 19), 2, kernel=(5, 5), stride=(1, 2), dilation=(1, 2), activation="RELU"),
     Case((1, 6, 6, 32), 1, kernel=(3, 3), bias=False, activation="RELU_N1_TO_1"),
     Case((3, 4, 4, 17), 1, kernel=(4, 4), padding="VALID", input_zp=-50, output_zp=20),
+    # 8 channels: pairs of neighbouring pixels as one group of 16 lanes (Helium), odd widths leave one
+    Case((1, 9, 7, 8), 1, activation="RELU6", input_zp=-128, output_zp=-128),
+    Case((1, 8, 9, 8), 1, stride=(2, 2), input_zp=6, output_zp=-9),
     # shifts of both signs in one layer: the DSP kernel's requantisation with the shift branch; on the
     # MVE kernel the groups of 8 (12 channels) and of 16 (20) with left shifts (the C requantisation)
     Case((1, 5, 6, 12), 1, gain=250.0),
