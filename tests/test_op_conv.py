@@ -388,7 +388,8 @@ def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch
 
 
 def _add_model() -> bytes:
-    """Two same-shape int8 ADDs; the input with the larger scale has the multiplier 2^30, shift 0."""
+    """Same-shape int8 ADDs; the input with the larger scale has the multiplier 2^30, shift 0: the second
+    input, then the first (the Helium kernel's exact input either way), then both (equal scales)."""
     b = ModelBuilder()
     shape = (1, 5, 7, 9)
     x1 = b.tensor("int8", shape, scale=0.05, zero_point=-3)
@@ -397,7 +398,11 @@ def _add_model() -> bytes:
     b.op("ADD", [x1, x2], [y], {"fused_activation_function": "RELU"})
     z = b.tensor("int8", shape, scale=0.02, zero_point=100)
     b.op("ADD", [y, x2], [z], {"fused_activation_function": "NONE"})
-    return b.build([x1, x2], [z])
+    u = b.tensor("int8", shape, scale=0.2, zero_point=-5)
+    b.op("ADD", [x2, z], [u], {"fused_activation_function": "RELU6"})
+    v = b.tensor("int8", shape, scale=0.3, zero_point=1)
+    b.op("ADD", [u, u], [v], {"fused_activation_function": "NONE"})
+    return b.build([x1, x2], [v])
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

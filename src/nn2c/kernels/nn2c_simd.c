@@ -1740,6 +1740,42 @@ void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, con
     const int32_t n = p->count;
     int32_t i = 0;
 #if defined(NN2C_SIMD_MVE)
+    /* The input with the larger scale has the multiplier 2^30 and shift 0 (its real multiplier is 1/2):
+     * SaturatingRoundingDoublingHighMul((x + offset) << 20, 2^30) is then exactly (x + offset) << 19. */
+    const int exact1 = p->multipliers[0] == (1 << 30) && p->shifts[0] == 0;
+    const int exact2 = p->multipliers[1] == (1 << 30) && p->shifts[1] == 0;
+    if (exact1 || exact2) {
+        /* a: the exact input, b: the other (ADD's sum is symmetric); parameters in locals (the int8
+         * stores could alias the struct), the whole vectors without predicates, then the tail */
+        const int8_t *xa = exact1 ? input1 : input2, *xb = exact1 ? input2 : input1;
+        const int32_t off_a = exact1 ? p->input1_offset : p->input2_offset;
+        const int32_t off_b = exact1 ? p->input2_offset : p->input1_offset;
+        const int32_t mb = p->multipliers[exact1 ? 1 : 0], mo = p->multipliers[2], off_out = p->output_offset;
+        const int32x4_t right_b = vdupq_n_s32(p->shifts[exact1 ? 1 : 0]), right_out = vdupq_n_s32(p->shifts[2]);
+        const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+#define NN2C_MVE_ADD4(A, B) \
+    do { \
+        const int32x4_t a = vshlq_n_s32(vaddq_n_s32((A), off_a), 19); \
+        int32x4_t b = vqrdmulhq_n_s32(vshlq_n_s32(vaddq_n_s32((B), off_b), 20), mb); \
+        b = vrshlq_s32(vqaddq_s32(b, vshrq_n_s32(vandq_s32(b, right_b), 31)), right_b); \
+        y = vqrdmulhq_n_s32(vaddq_s32(a, b), mo); \
+        y = vrshlq_s32(vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right_out), 31)), right_out); \
+        y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, off_out), lo), hi); \
+    } while (0)
+        for (; i + 4 <= n; i += 4) {
+            int32x4_t y;
+            NN2C_MVE_ADD4(vldrbq_s32(xa + i), vldrbq_s32(xb + i));
+            vstrbq_s32(output + i, y);
+        }
+        if (i < n) {
+            const mve_pred16_t pred = vctp32q((uint32_t)(n - i));
+            int32x4_t y;
+            NN2C_MVE_ADD4(vldrbq_z_s32(xa + i, pred), vldrbq_z_s32(xb + i, pred));
+            vstrbq_p_s32(output + i, y, pred);
+        }
+#undef NN2C_MVE_ADD4
+        return;
+    }
     {
         const int32x4_t right1 = vdupq_n_s32(p->shifts[0]), right2 = vdupq_n_s32(p->shifts[1]);
         const int32x4_t right_out = vdupq_n_s32(p->shifts[2]);
