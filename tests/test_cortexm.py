@@ -41,6 +41,7 @@ MODELS = [
     ("mlcommons_tiny/ad01_int8.tflite", "cortex-m4"),
     ("mlcommons_tiny/ad01_int8.tflite", "cortex-m55"),
     ("tinyengine/ptq_mnist_lenet-300-100.tflite", "cortex-m55"),  # float in/out, libm
+    ("tinyengine/ptq_mnist_lenet-300-100.tflite", "cortex-m4"),  # QUANTIZE's rounding without VRINTA
     ("tflite_micro/keyword_scrambled_8bit.tflite", "cortex-m4"),  # SVDF state carried across inputs
     ("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4"),
     ("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"),
@@ -67,7 +68,8 @@ def test_model_on_qemu(model, target, tmp_path):
     assert [layer.index for layer in report.layers] == list(range(len(compiled.schedule.steps)))
     for layer in report.layers:
         assert (layer.instructions > 0) == bool(layer.calls), layer
-    assert sum(layer.instructions for layer in report.layers) > 0.99 * report.instructions_per_inference
+    # (invoke's own share: the relocations' moves, 1% of kws_ref_model on the Cortex-M55)
+    assert sum(layer.instructions for layer in report.layers) > 0.98 * report.instructions_per_inference
     profiled = sum(layer.instructions for layer in report.layers) + report.invoke_overhead
     # exactly 2 more per window (bench_begin's return, main's call), up to rounding of the mean
     assert 1.5 <= report.instructions_per_inference - profiled <= 2.5

@@ -269,6 +269,42 @@ def test_quantize_float_to_int8_int16_extremes(tmp_path):
     _check(b.build(inputs, outputs), tmp_path, [record])
 
 
+def test_quantize_rounding_equals_roundf_on_every_97th_float(tmp_path):
+    """The QUANTIZE kernel rounds without the C library on cores without VRINTA (the Cortex-M4; the host
+    build takes the same path): on every 97th of the 2^32 float bit patterns (zeros, denormals, ties,
+    NaNs, infinities among them) it must give what TFLite's static_cast<int32_t>(roundf(x)) gives on
+    x86 (INT32_MIN outside the int32 range), here with the host's roundf as the reference."""
+    import shutil
+    import subprocess
+    from importlib import resources
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("SKIPPED LOUDLY: no host C compiler")
+    kernels = Path(str(resources.files("nn2c") / "kernels"))
+    harness = tmp_path / "round.c"
+    harness.write_text(
+        '#include "nn2c_elementwise.c"\n#include <math.h>\n#include <stdio.h>\n'
+        "int main(void) {\n"
+        "    unsigned long long bad = 0, seen = 0;\n"
+        "    for (unsigned long long u = 0; u <= 0xFFFFFFFFull; u += 97, ++seen) {\n"
+        "        const uint32_t bits = (uint32_t)u; float x; memcpy(&x, &bits, 4);\n"
+        "        const float r = roundf(x);\n"
+        "        const int32_t want = r >= -2147483648.0f && r < 2147483648.0f ? (int32_t)r : INT32_MIN;\n"
+        "        bad += nn2c_ew_f32_round_to_i32(x) != want;\n"
+        "        bad += nn2c_ew_f32_round_to_i32((float)(int32_t)(u >> 9) + 0.5f) !=\n"
+        "               (int32_t)roundf((float)(int32_t)(u >> 9) + 0.5f);\n"
+        "    }\n"
+        '    printf("%llu %llu\\n", seen, bad);\n'
+        "    return 0;\n"
+        "}\n")
+    exe = tmp_path / "round"
+    subprocess.run([compiler, "-std=c99", "-O2", "-I", str(kernels), str(harness), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True)
+    seen, bad = map(int, subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split())
+    assert seen == 2**32 // 97 + 1 and bad == 0
+
+
 def test_requantize_every_type_pair(tmp_path):
     rng = np.random.default_rng(9)
     pairs = [("int8", "int8"), ("int8", "int16"), ("int8", "uint8"), ("int8", "int32"), ("int16", "int8"),

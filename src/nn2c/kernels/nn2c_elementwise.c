@@ -342,21 +342,35 @@ NN2C_EW_BINARY(nn2c_div_wrap_i64, nn2c_ew_minmax_params_t, int64_t, nn2c_ew_div_
 
 /* --- QUANTIZE / DEQUANTIZE ------------------------------------------------------------------- */
 
-/* float -> int32 as TFLite Micro's static_cast<int32_t> behaves on the x86 hosts it is checked
- * on: truncation, and INT32_MIN for NaN and values outside the int32 range. */
-static inline int32_t nn2c_ew_f32_to_i32_trunc(float x) {
-    if (x >= -2147483648.0f && x < 2147483648.0f) {
-        return (int32_t)x;
+/* static_cast<int32_t>(roundf(r)) as TFLite Micro behaves on the x86 hosts it is checked on (INT32_MIN
+ * for NaN and values outside the int32 range), without the C library's roundf (a call per element on
+ * cores without VRINTA, e.g. the Cortex-M4): floats of magnitude 2^24 and more are integers already,
+ * and below that r - trunc(r) is exact, so comparing it with 1/2 rounds half away from zero as roundf
+ * (equal to it on all 2^32 floats, checked on the host). */
+static inline int32_t nn2c_ew_f32_round_to_i32(float r) {
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && (__ARM_FP & 2)
+    /* a Cortex-M FPv5 (M7, M33, M55; FPv4 has no half precision): VRINTA, roundf is one instruction */
+    r = roundf(r);
+    return r >= -2147483648.0f && r < 2147483648.0f ? (int32_t)r : INT32_MIN; /* out of range, NaN */
+#else
+    if (!(r >= -2147483648.0f && r < 2147483648.0f)) {
+        return INT32_MIN; /* out of range, NaN */
     }
-    return INT32_MIN;
+    const int32_t i = (int32_t)r;
+    const float frac = r - (float)i;
+    return i + (frac >= 0.5f) - (frac <= -0.5f);
+#endif
 }
 
-/* reference_ops::AffineQuantize: round(x / scale) + zero_point, in float, clamped. */
+/* reference_ops::AffineQuantize: round(x / scale) + zero_point, in float, clamped (the parameters in
+ * locals: the stores could alias the struct). */
 #define NN2C_EW_QUANTIZE(name, T, lo, hi)                                                        \
     void name(const nn2c_quantize_params_t *p, const float *in, T *out) {                       \
-        for (int32_t i = 0; i < p->count; ++i) {                                                \
-            const int32_t q = nn2c_ew_f32_to_i32_trunc(roundf(in[i] / p->scale));               \
-            out[i] = (T)nn2c_clamp_i32(nn2c_ew_wrap_add(q, p->zero_point), lo, hi);             \
+        const int32_t count = p->count, zero_point = p->zero_point;                             \
+        const float scale = p->scale;                                                           \
+        for (int32_t i = 0; i < count; ++i) {                                                   \
+            const int32_t q = nn2c_ew_f32_round_to_i32(in[i] / scale);                          \
+            out[i] = (T)nn2c_clamp_i32(nn2c_ew_wrap_add(q, zero_point), lo, hi);                \
         }                                                                                       \
     }
 
