@@ -1364,28 +1364,26 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     "vldrw.u32    %q[o0], [%[bias]], #16\n\t" \
     "vldrw.u32    %q[e1], [%[bias]], #16\n\t" \
     "vldrw.u32    %q[o1], [%[bias]], #16\n\t"
-/* the sums in E of the next 4 channels: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT
- * (VRSHL rounds half up: one less for negative sums), + offset (in r) */
+/* requantise the sums in E by the 4 channels' multipliers in a and shifts in b: SaturatingRounding-
+ * DoublingHighMul, then RoundingDivideByPOT (VRSHL rounds half up: one less for negative sums), + the
+ * output offset in r */
 #define NN2C_MVE_DW_RQ(E) \
-    "vldrw.u32    %q[a], [%[mp]], #16\n\t" \
-    "vldrw.u32    %q[b], [%[sp]], #16\n\t" \
     "vqrdmulh.s32 %q[" E "], %q[" E "], %q[a]\n\t" \
     "vand         %q[t], %q[" E "], %q[b]\n\t" \
     "vshr.s32     %q[t], %q[t], #31\n\t" \
     "vqadd.s32    %q[" E "], %q[" E "], %q[t]\n\t" \
     "vrshl.s32    %q[" E "], %q[" E "], %q[b]\n\t" \
     "vadd.i32     %q[" E "], %q[" E "], %[r]\n\t"
-/* requantise the group's 16 sums, clamp to the limits (offset, lo, hi at lim), store, next group */
-#define NN2C_MVE_DW_OUT16 \
-    "ldr          %[r], [%[lim]]\n\t" \
-    NN2C_MVE_DW_RQ("e0") NN2C_MVE_DW_RQ("o0") NN2C_MVE_DW_RQ("e1") NN2C_MVE_DW_RQ("o1") \
-    "ldr          %[r], [%[lim], #4]\n\t" \
+/* the four sums clamped to the limits of o (a nn2c_simd_out_t), narrowed and stored at the low register
+ * P: pixel A's channels 0-7 (e0 / o0), then the next 8 (e1 / o1) */
+#define NN2C_MVE_DW_CLAMP_STORE(P) \
+    "ldr          %[r], [%[o], %[lo_at]]\n\t" \
     "vdup.32      %q[t], %[r]\n\t" \
     "vmax.s32     %q[e0], %q[e0], %q[t]\n\t" \
     "vmax.s32     %q[o0], %q[o0], %q[t]\n\t" \
     "vmax.s32     %q[e1], %q[e1], %q[t]\n\t" \
     "vmax.s32     %q[o1], %q[o1], %q[t]\n\t" \
-    "ldr          %[r], [%[lim], #8]\n\t" \
+    "ldr          %[r], [%[o], %[hi_at]]\n\t" \
     "vdup.32      %q[t], %[r]\n\t" \
     "vmin.s32     %q[e0], %q[e0], %q[t]\n\t" \
     "vmin.s32     %q[o0], %q[o0], %q[t]\n\t" \
@@ -1393,12 +1391,26 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     "vmin.s32     %q[o1], %q[o1], %q[t]\n\t" \
     "vmovnb.i32   %q[a], %q[e0]\n\t" \
     "vmovnt.i32   %q[a], %q[o0]\n\t" \
-    "vstrb.16     %q[a], [%[dst]], #8\n\t" \
+    "vstrb.16     %q[a], [%[" P "]], #8\n\t" \
     "vmovnb.i32   %q[b], %q[e1]\n\t" \
     "vmovnt.i32   %q[b], %q[o1]\n\t" \
-    "vstrb.16     %q[b], [%[dst]], #8\n\t" \
+    "vstrb.16     %q[b], [%[" P "]], #8\n\t"
+/* o and the offsets of its output offset and limits (asm takes at most 30 operands: the arrays' offsets
+ * are only where they are read from o) */
+#define NN2C_MVE_DW_OUT_FIELDS \
+    [o] "r"(o), [off_at] "i"(offsetof(nn2c_simd_out_t, offset)), [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)), \
+    [hi_at] "i"(offsetof(nn2c_simd_out_t, hi))
+/* requantise the group's 16 sums (multipliers and shifts walked by mp / sp), clamp, store, next group */
+#define NN2C_MVE_DW_OUT16 \
+    "ldr          %[r], [%[o], %[off_at]]\n\t" \
+    NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1") \
+    NN2C_MVE_DW_CLAMP_STORE("dst") \
     "subs         %[k], %[k], #1\n\t" \
     "bne          1b\n\t"
+#define NN2C_MVE_DW_RQ_NEXT(E) \
+    "vldrw.u32    %q[a], [%[mp]], #16\n\t" \
+    "vldrw.u32    %q[b], [%[sp]], #16\n\t" \
+    NN2C_MVE_DW_RQ(E)
 #define NN2C_MVE_DW_OPERANDS \
     [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [a] "=&w"(a), [b] "=&w"(b), \
     [t] "=&w"(t), [wt] "+l"(wt), [x] "=&l"(x), [xg] "+r"(xg), [dst] "+l"(dst), [bias] "+r"(bias), \
@@ -1409,7 +1421,6 @@ NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_si
                                    const int8_t *wt, int8_t *out) {
     const int8_t *xg = (const int8_t *)base, *x;
     const int32_t *bias = p->bias, *mp = p->multipliers, *sp = p->shifts;
-    const int32_t limits[3] = {o->offset, o->lo, o->hi};
     int8_t *dst = out;
     int32_t k = groups, r;
     int32x4_t e0, o0, e1, o1, a, b, t;
@@ -1428,7 +1439,7 @@ NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_si
             "add          %[xg], %[xg], #16\n\t"
             NN2C_MVE_DW_OUT16
             : NN2C_MVE_DW_OPERANDS
-            : [col] "r"(col), [back] "r"(back), [lim] "r"(limits)
+            : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
             : "cc", "memory");
 #undef NN2C_MVE_DW_ROW3
     } else { /* over the border: each tap's offset from the table (14 instructions per tap) */
@@ -1443,7 +1454,7 @@ NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_si
             "add          %[xg], %[xg], #16\n\t"
             NN2C_MVE_DW_OUT16
             : NN2C_MVE_DW_OPERANDS, [tp] "+r"(tp)
-            : [lim] "r"(limits)
+            : NN2C_MVE_DW_OUT_FIELDS
             : "cc", "memory");
 #undef NN2C_MVE_DW_TABLE_ROW3
 #undef NN2C_MVE_DW_TABLE_TAP
@@ -1478,21 +1489,14 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
 #define NN2C_MVE_DW_PAIR_ROW3 \
     NN2C_MVE_DW_PAIR_TAP NN2C_MVE_DW_PAIR_NEXT("col") NN2C_MVE_DW_PAIR_TAP NN2C_MVE_DW_PAIR_NEXT("col") \
     NN2C_MVE_DW_PAIR_TAP
-/* the multipliers (in a) and shifts (in b) of the 4 channels at byte offset OFF, from o's arrays */
+/* the multipliers (in a) and shifts (in b) of the 4 channels at byte offset OFF, from o's arrays, and
+ * the output offset (in r) */
 #define NN2C_MVE_DW_PAIR_LOAD(OFF) \
     "ldr          %[r], [%[o], %[mp_at]]\n\t" \
     "vldrw.u32    %q[a], [%[r], #" OFF "]\n\t" \
     "ldr          %[r], [%[o], %[sp_at]]\n\t" \
     "vldrw.u32    %q[b], [%[r], #" OFF "]\n\t" \
     "ldr          %[r], [%[o], %[off_at]]\n\t"
-/* requantise two sums by the same 4 channels; + the offset in r */
-#define NN2C_MVE_DW_PAIR_RQ(E) \
-    "vqrdmulh.s32 %q[" E "], %q[" E "], %q[a]\n\t" \
-    "vand         %q[t], %q[" E "], %q[b]\n\t" \
-    "vshr.s32     %q[t], %q[t], #31\n\t" \
-    "vqadd.s32    %q[" E "], %q[" E "], %q[t]\n\t" \
-    "vrshl.s32    %q[" E "], %q[" E "], %q[b]\n\t" \
-    "vadd.i32     %q[" E "], %q[" E "], %[r]\n\t"
     __asm__ volatile(
         "vldrw.u32    %q[e0], [%[bias]]\n\t"
         "vldrw.u32    %q[o0], [%[bias], #16]\n\t"
@@ -1501,41 +1505,24 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
         NN2C_MVE_DW_PAIR_ROW3 NN2C_MVE_DW_PAIR_NEXT("back")
         NN2C_MVE_DW_PAIR_ROW3 NN2C_MVE_DW_PAIR_NEXT("back")
         NN2C_MVE_DW_PAIR_ROW3
-        NN2C_MVE_DW_PAIR_LOAD("0") NN2C_MVE_DW_PAIR_RQ("e0") NN2C_MVE_DW_PAIR_RQ("e1")
-        NN2C_MVE_DW_PAIR_LOAD("16") NN2C_MVE_DW_PAIR_RQ("o0") NN2C_MVE_DW_PAIR_RQ("o1")
-        "ldr          %[r], [%[o], %[lo_at]]\n\t"
-        "vdup.32      %q[t], %[r]\n\t"
-        "vmax.s32     %q[e0], %q[e0], %q[t]\n\t"
-        "vmax.s32     %q[o0], %q[o0], %q[t]\n\t"
-        "vmax.s32     %q[e1], %q[e1], %q[t]\n\t"
-        "vmax.s32     %q[o1], %q[o1], %q[t]\n\t"
-        "ldr          %[r], [%[o], %[hi_at]]\n\t"
-        "vdup.32      %q[t], %[r]\n\t"
-        "vmin.s32     %q[e0], %q[e0], %q[t]\n\t"
-        "vmin.s32     %q[o0], %q[o0], %q[t]\n\t"
-        "vmin.s32     %q[e1], %q[e1], %q[t]\n\t"
-        "vmin.s32     %q[o1], %q[o1], %q[t]\n\t"
+        NN2C_MVE_DW_PAIR_LOAD("0") NN2C_MVE_DW_RQ("e0") NN2C_MVE_DW_RQ("e1")
+        NN2C_MVE_DW_PAIR_LOAD("16") NN2C_MVE_DW_RQ("o0") NN2C_MVE_DW_RQ("o1")
         "mov          %[xa], %[dst]\n\t" /* (the narrowing store needs a low register) */
-        "vmovnb.i32   %q[a], %q[e0]\n\t"
-        "vmovnt.i32   %q[a], %q[o0]\n\t"
-        "vstrb.16     %q[a], [%[xa]]\n\t"
-        "vmovnb.i32   %q[b], %q[e1]\n\t"
-        "vmovnt.i32   %q[b], %q[o1]\n\t"
-        "vstrb.16     %q[b], [%[xa], #8]\n\t"
+        NN2C_MVE_DW_CLAMP_STORE("xa")
         : [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [a] "=&w"(a), [b] "=&w"(b),
           [t] "=&w"(t), [w] "=&w"(w), [wt] "+l"(wt), [xa] "+l"(xa), [xb] "+l"(xb), [r] "=&r"(r)
-        : [bias] "r"(p->bias), [o] "r"(o), [col] "r"(col), [back] "r"(back), [dst] "r"(out),
-          [mp_at] "i"(offsetof(nn2c_simd_out_t, multipliers)), [sp_at] "i"(offsetof(nn2c_simd_out_t, shifts)),
-          [off_at] "i"(offsetof(nn2c_simd_out_t, offset)), [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)),
-          [hi_at] "i"(offsetof(nn2c_simd_out_t, hi))
+        : [bias] "r"(p->bias), [col] "r"(col), [back] "r"(back), [dst] "r"(out), NN2C_MVE_DW_OUT_FIELDS,
+          [mp_at] "i"(offsetof(nn2c_simd_out_t, multipliers)), [sp_at] "i"(offsetof(nn2c_simd_out_t, shifts))
         : "memory");
-#undef NN2C_MVE_DW_PAIR_RQ
 #undef NN2C_MVE_DW_PAIR_ROW3
 #undef NN2C_MVE_DW_PAIR_NEXT
 #undef NN2C_MVE_DW_PAIR_TAP
 }
 #undef NN2C_MVE_DW_OPERANDS
+#undef NN2C_MVE_DW_RQ_NEXT
 #undef NN2C_MVE_DW_OUT16
+#undef NN2C_MVE_DW_OUT_FIELDS
+#undef NN2C_MVE_DW_CLAMP_STORE
 #undef NN2C_MVE_DW_RQ
 #undef NN2C_MVE_DW_BIAS16
 #undef NN2C_MVE_DW_TAP16
