@@ -1528,8 +1528,8 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
 #undef NN2C_MVE_DW_TAP16
 #endif
 
-/* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap (13 for a 3x3
- * window inside the image); window: the requantisation (`right`) and the 3x3 steps. */
+/* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap; a 3x3 filter
+ * without left shifts takes nn2c_dw_3x3_right (window: `right` and the 3x3 steps). */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
