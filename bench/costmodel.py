@@ -9,7 +9,9 @@ nn2c.profile for the same model and core (the same compile stages, so the same s
   per operator type and over all steps (the fallbacks, most specific first): instructions =
   a*MACs + b*patch elements (MACs / output channels) + c*output elements + d*input elements
   + e*output pixels + f, fitted by non-negative least squares on relative error (each row divided
-  by its measured count);
+  by its measured count); a model of models/ whose default schedule runs row groups is measured
+  layer by layer too, so that every one of its operators is a sample of its kernel whatever the
+  schedule (add_layer_samples);
 - row groups: factor * (sum of the members' predictions) + per-operator * members + constant;
 - invoke's own overhead: constant + per-step * steps + per byte the relocations move (word-wise,
   byte-wise; exact from the plan); code bytes: constant + per-step * steps + a
@@ -21,6 +23,7 @@ out of the fit; measurements are kept in test-artifacts/costmodel_measurements.j
     python bench/costmodel.py [--targets cortex-m4 cortex-m55] [--models kws_ref_model ...]
     python bench/costmodel.py --candidates 202  # + 202 generated candidates (2 have an inf scale: refused)
     python bench/costmodel.py --refit --speed   # fit again without QEMU; + time nn2c.profile on tinyengine/vww
+    python bench/costmodel.py --layer-samples   # saved models with row groups measured layer by layer too
 """
 
 from __future__ import annotations
@@ -107,7 +110,9 @@ def candidates(count: int, seed: int, folder: Path) -> list[Path]:
     return paths
 
 
-def measure(paths: list[Path], targets: list[str]) -> dict[str, Any]:
+def measure(paths: list[Path], targets: list[str], layer_samples: bool = True) -> dict[str, Any]:
+    """QEMU counts per step at the default schedule; with layer_samples, a model whose default runs row
+    groups is measured layer by layer too (add_layer_samples)."""
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = dict(SKIP)
     for path in paths:
@@ -123,18 +128,42 @@ def measure(paths: list[Path], targets: list[str]) -> dict[str, Any]:
             if not report.passed():
                 skipped[f"{_key(path)} ({target})"] = f"outputs differ from {report.reference}"
                 continue
-            measured = {x.index: x.instructions for x in report.layers}
-            steps = []
-            for step in prof.steps:
-                steps.append({**_step_json(step), "measured": measured.get(step.step, 0.0)})
-            rows.append({"model": _key(path), "target": target, "steps": steps,
+            rows.append({"model": _key(path), "target": target, "steps": _measured_steps(prof, report),
                          "measured_total": report.instructions_per_inference,
                          "invoke_overhead": report.invoke_overhead, "moved": prof.moved,
                          "flash_code": report.footprint.flash_code,
                          "kernels": len({k for s in prof.steps for k in s.kernels})})
             print(f"  {_key(path)} {target}: {report.instructions_per_inference:,} instructions, "
-                  f"{len(steps)} steps ({time.time() - started:.1f} s)", flush=True)
+                  f"{len(rows[-1]['steps'])} steps ({time.time() - started:.1f} s)", flush=True)
+            if layer_samples:
+                add_layer_samples(rows[-1], path)
     return {"rows": rows, "skipped": skipped}
+
+
+def _measured_steps(prof: Any, report: Any) -> list[dict[str, Any]]:
+    measured = {x.index: x.instructions for x in report.layers}
+    return [{**_step_json(step), "measured": measured.get(step.step, 0.0)} for step in prof.steps]
+
+
+def add_layer_samples(row: dict[str, Any], path: Path) -> bool:
+    """The operators a row group runs are no samples of their kernels, so what the fit sees would follow
+    the schedule it chose: micro_speech on Cortex-M55 measured layer by layer gave its convolution a fit,
+    then streamed by rows, and the next fit, without that sample, predicted its base cost at half (and
+    --schedule auto stopped streaming it). A row whose default schedule has row groups gets the steps of
+    the same model measured with --schedule layer as well ("layer_steps": kernel samples only, not a
+    network of the error statistics). Returns whether it measured."""
+    from nn2c.api import CompileOptions
+
+    if "layer_steps" in row or not any(s["op"] == "ROW_GROUP" for s in row["steps"]):
+        return False
+    options = CompileOptions(target=row["target"], schedule="layer")
+    report = bench_model(path, target=row["target"], count=1, seed=0, options=options, large_memory=None)
+    if not report.passed():
+        raise SystemExit(f"costmodel: {row['model']} ({row['target']}) layer by layer differs from {report.reference}")
+    row["layer_steps"] = _measured_steps(profile(path, target=row["target"], options=options), report)
+    print(f"  {row['model']} {row['target']} layer by layer: {report.instructions_per_inference:,} instructions",
+          flush=True)
+    return True
 
 
 def _step_json(step: StepProfile) -> dict[str, Any]:
@@ -176,7 +205,7 @@ def _fit_absolute(xs: list[list[float]], ys: list[float], names: list[str]) -> d
 
 def fit_core(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The cost model of one core from its measured rows (nn2c.profile's cost_model()[core])."""
-    plain = [(s, s["measured"]) for r in rows for s in r["steps"]
+    plain = [(s, s["measured"]) for r in rows for s in [*r["steps"], *r.get("layer_steps", [])]
              if s["op"] != "ROW_GROUP" and s["has_code"] and s["measured"] >= MIN_INSTRUCTIONS]
     by_kernel: dict[str, list] = {}
     by_op: dict[str, list] = {}
@@ -334,7 +363,8 @@ def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds:
         "(MACs, patch elements = MACs / output channels, output and input elements, output pixels, a constant;",
         "row groups: a factor on their members' sum, their ring-buffer moves included) fitted by `bench/costmodel.py`",
         "against the QEMU instruction counts of `nn2c bench` (one seeded input, outputs checked against TFLM) of every",
-        "network below; invoke's own instructions from a constant, the steps and the bytes the relocations move (exact",
+        "network below (a model whose default runs row groups measured layer by layer too, for the kernels' samples);",
+        "invoke's own instructions from a constant, the steps and the bytes the relocations move (exact",
         "from the memory plan). *In sample*: fitted and judged on the same networks; *left out*: each network judged",
         "by a fit without it. The Cortex-M7 uses the Cortex-M4's fit (same kernels; QEMU counts instructions, which",
         "do not depend on the M7's dual issue).",
@@ -439,6 +469,8 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=0, metavar="N",
                         help="measure N generated MCUNet-style candidates and add them to the saved measurements")
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/BENCHMARKS.md")
+    parser.add_argument("--layer-samples", action="store_true",
+                        help="measure the saved models whose default runs row groups layer by layer too, and refit")
     parser.add_argument("--speed", type=int, nargs="?", const=20, default=0, metavar="RUNS",
                         help=f"also time nn2c.profile on {SPEED_MODEL} (RUNS runs per mode, default 20)")
     args = parser.parse_args()
@@ -446,9 +478,14 @@ def main() -> int:
     if not args.refit and missing_tools():
         print(f"costmodel: needs {', '.join(missing_tools())}", file=sys.stderr)
         return 1
-    if args.refit or args.candidates:
+    if args.refit or args.candidates or args.layer_samples:
         data = json.loads(MEASUREMENTS.read_text())
         if add_moved(data):
+            MEASUREMENTS.write_text(json.dumps(data))
+        if args.layer_samples:
+            paths = {_key(p): p for p in models()}
+            added = sum(add_layer_samples(row, paths[row["model"]]) for row in data["rows"] if row["model"] in paths)
+            print(f"{added} rows measured layer by layer too", flush=True)
             MEASUREMENTS.write_text(json.dumps(data))
     else:
         paths = models()
@@ -457,7 +494,8 @@ def main() -> int:
         data = measure(paths, args.targets)
         data["seconds"] = time.time() - started
     if args.candidates:
-        extra = measure(candidates(args.candidates, 0, CANDIDATES), args.targets)
+        # (their standard kernels have samples enough in every network: no second, layer-by-layer run)
+        extra = measure(candidates(args.candidates, 0, CANDIDATES), args.targets, layer_samples=False)
         data["rows"] = [r for r in data["rows"] if not r["model"].startswith(f"{CANDIDATES.name}/")] + extra["rows"]
         data["skipped"].update({k: v for k, v in extra["skipped"].items() if k not in SKIP})
         data["candidates"] = args.candidates
