@@ -349,7 +349,8 @@ NN2C_EW_BINARY(nn2c_div_wrap_i64, nn2c_ew_minmax_params_t, int64_t, nn2c_ew_div_
  * (equal to it on all 2^32 floats, checked on the host). */
 static inline int32_t nn2c_ew_f32_round_to_i32(float r) {
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && (__ARM_FP & 2)
-    /* a Cortex-M FPv5 (M7, M33, M55; FPv4 has no half precision): VRINTA, roundf is one instruction */
+    /* a Cortex-M FPv5 (GCC 12 sets __ARM_FP to 14 for the M7 with fpv5-d16 and for the M55, 4 for the
+     * M4's fpv4-sp-d16): VRINTA, roundf is one instruction */
     r = roundf(r);
     return r >= -2147483648.0f && r < 2147483648.0f ? (int32_t)r : INT32_MIN; /* out of range, NaN */
 #else
