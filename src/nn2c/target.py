@@ -33,6 +33,9 @@ class Target:
     # CONV_2D im2col scratch: True (DSP) = the pixel pair widened to int16 (4 * depth_padded bytes)
     # + one int8 im2col row (unless 1x1 without padding); False (MVE) = two int8 rows (2 * depth)
     conv_pair_int16: bool = False
+    # nn2c_sums_s8 (a constant int8 matrix times a vector: LSTM gates, SVDF features): True (DSP) = groups of
+    # 4 rows widened to int16 in SMLAD order (codegen/ops/conv.py pack_row_sums); False = [rows][depth] int8
+    row_sums_int16: bool = False
     alignment: int = 16  # bytes: weight arrays, the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown
     vector_registers: int = 0  # SIMD vector registers (MVE: Q0-Q7); DSP SIMD works in the general ones
@@ -76,11 +79,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     # measures its kernels on the M4 only to show them); --sparse always uses the sparse kernels there
     Target("host"),
     Target("cortex-m4", mcpu="cortex-m4", fpu="fpv4-sp-d16", float_abi="hard", qemu_board="mps2-an386",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13,
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, gp_registers=13,
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "nn2c_lstm.h"
+#include "nn2c_simd.h"
 
 const uint16_t nn2c_lstm_sigmoid_table[256] = {
     32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149,
@@ -32,95 +33,135 @@ const uint16_t nn2c_lstm_sigmoid_table[256] = {
     65534, 65534, 65534, 65535,
 };
 
-NN2C_INLINE int32_t nn2c_lstm_sat16(int32_t x) {
-    return nn2c_clamp_i32(x, -32768, 32767);
+/* A gate's activation: the cell gate (2) uses tanh on Q3.12 (multiplier 3, no shift), the others
+ * sigmoid. The gate input is TFLite's saturating int16 add of the two requantised FC results. */
+NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
+    const int16_t sum = (int16_t)nn2c_lstm_sat16(from_x + from_h);
+    return g == 2 ? nn2c_lstm_tanh_s16(sum, 3, 0) : nn2c_lstm_sigmoid_s16(sum);
 }
 
-/* The integer kernels for activation type TACT (int8 or int16), accumulator TACC (int32 or int64)
- * with its MultiplyByQuantizedMultiplier MBQM, and hidden-state range [HMIN, HMAX].
- * Each gate is TFLite's integer FullyConnected twice (x with the bias, h without), both
- * requantised to int16 with output offset 0, then a saturating int16 add and the activation. */
-#define NN2C_LSTM_INTEGER_KERNEL(NAME, PARAMS, TACT, TACC, MBQM, HMIN, HMAX)                          \
-    static void NAME##_gate(const PARAMS *p, int g, int32_t rows, const TACT *x, const TACT *h,      \
-                            int16_t *out) {                                                          \
-        const int32_t n_in = p->input_size;                                                          \
-        const int32_t n = p->state_size;                                                             \
-        for (int32_t r = 0; r < rows; ++r) {                                                         \
-            for (int32_t j = 0; j < n; ++j) {                                                        \
-                const int8_t *wx = p->input_weights[g] + j * n_in;                                   \
-                const int8_t *wh = p->recurrent_weights[g] + j * n;                                  \
-                TACC acc = 0;                                                                        \
-                for (int32_t d = 0; d < n_in; ++d) {                                                 \
-                    acc += ((int32_t)wx[d] + p->input_weight_offset[g]) *                            \
-                           ((int32_t)x[r * n_in + d] + p->input_offset);                             \
+/* acc[j] = folded[j] + sum_d w[j][d] v[d] (+ the weight-offset term), j < rows: one of a gate's two
+ * FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); w in nn2c_sums_s8's layout. */
+static void nn2c_lstm_s8_sums(const int8_t *v, int32_t n, int32_t offset, const void *w, int32_t weight_offset,
+                              const int32_t *folded, int32_t rows, int32_t *acc) {
+    nn2c_sums_s8(v, w, n, rows, folded, acc);
+    if (weight_offset != 0) { /* weight zero points: TFLite's int8 weights have none, other producers may */
+        uint32_t total = (uint32_t)n * (uint32_t)offset;
+        for (int32_t d = 0; d < n; ++d) {
+            total += (uint32_t)(int32_t)v[d];
+        }
+        for (int32_t j = 0; j < rows; ++j) {
+            acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)weight_offset * total);
+        }
+    }
+}
+
+/* int8 gate g for each of `rows` batch rows; sums: 2 * state_size int32. */
+static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t rows, const int8_t *x, const int8_t *h,
+                              int16_t *out, int32_t *sums) {
+    const int32_t n_in = p->input_size;
+    const int32_t n = p->state_size;
+    int32_t *from_x = sums, *from_h = sums + n;
+    for (int32_t r = 0; r < rows; ++r) {
+        nn2c_lstm_s8_sums(x + r * n_in, n_in, p->input_offset, p->input_weights[g], p->input_weight_offset[g],
+                          p->bias[g], n, from_x);
+        nn2c_lstm_s8_sums(h + r * n, n, p->hidden_offset, p->recurrent_weights[g], p->recurrent_weight_offset[g],
+                          p->recurrent_bias[g], n, from_h);
+        const nn2c_lstm_rescale_t qx = nn2c_lstm_rescale(p->input_multiplier[g], p->input_shift[g]);
+        const nn2c_lstm_rescale_t qh = nn2c_lstm_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
+        for (int32_t j = 0; j < n; ++j) {
+            out[r * n + j] = nn2c_lstm_activate(g, nn2c_lstm_sat16(nn2c_lstm_apply(&qx, from_x[j])),
+                                                nn2c_lstm_sat16(nn2c_lstm_apply(&qh, from_h[j])));
+        }
+    }
+}
+
+/* int16 gate g: 64-bit sums with the offsets applied per product (TFLite's 16x8 FullyConnected). */
+static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t rows, const int16_t *x,
+                               const int16_t *h, int16_t *out) {
+    const int32_t n_in = p->input_size;
+    const int32_t n = p->state_size;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t j = 0; j < n; ++j) {
+            const int8_t *wx = p->input_weights[g] + j * n_in;
+            const int8_t *wh = p->recurrent_weights[g] + j * n;
+            int64_t acc = 0;
+            for (int32_t d = 0; d < n_in; ++d) {
+                acc += ((int32_t)wx[d] + p->input_weight_offset[g]) * ((int32_t)x[r * n_in + d] + p->input_offset);
+            }
+            if (p->bias[g]) {
+                acc += p->bias[g][j];
+            }
+            const int32_t from_x = nn2c_lstm_sat16(nn2c_mbqm_i64(acc, p->input_multiplier[g], (int)p->input_shift[g]));
+            acc = 0;
+            for (int32_t d = 0; d < n; ++d) {
+                acc += ((int32_t)wh[d] + p->recurrent_weight_offset[g]) * ((int32_t)h[r * n + d] + p->hidden_offset);
+            }
+            const int32_t from_h =
+                nn2c_lstm_sat16(nn2c_mbqm_i64(acc, p->recurrent_multiplier[g], (int)p->recurrent_shift[g]));
+            out[r * n + j] = nn2c_lstm_activate(g, from_x, from_h);
+        }
+    }
+}
+
+/* The time-step loop of both integer kernels, for activation type TACT and hidden-state range
+ * [HMIN, HMAX]; GATE(g, rows, x, h, out) computes gate g. */
+#define NN2C_LSTM_INTEGER_BODY(TACT, HMIN, HMAX, GATE)                                                 \
+    const int32_t n = p->state_size;                                                                 \
+    const int32_t rows = p->time_major ? p->batches : 1;                                             \
+    const int32_t outer = p->time_major ? 1 : p->batches;                                            \
+    const int32_t count = rows * n;                                                                  \
+    int16_t *forget_gate = scratch;                                                                  \
+    int16_t *input_gate = scratch + count; /* reused for the output gate */                          \
+    int16_t *cell_gate = scratch + 2 * count;                                                        \
+    const nn2c_lstm_rescale_t forget_cell = nn2c_lstm_rescale(p->forget_cell_multiplier, p->forget_cell_shift); \
+    const nn2c_lstm_rescale_t input_cell = nn2c_lstm_rescale(p->input_cell_multiplier, p->input_cell_shift); \
+    const nn2c_lstm_rescale_t hidden_q = nn2c_lstm_rescale(p->hidden_multiplier, p->hidden_shift);   \
+    for (int32_t o = 0; o < outer; ++o) {                                                            \
+        TACT *h = hidden_state + o * n;                                                              \
+        int16_t *c = cell_state + o * n;                                                             \
+        for (int32_t t = 0; t < p->time_steps; ++t) {                                                \
+            const int32_t step = p->time_major ? t : o * p->time_steps + t;                          \
+            const TACT *x = input + step * rows * p->input_size;                                     \
+            TACT *y = output + step * count;                                                         \
+            GATE(1, rows, x, h, forget_gate);                                                        \
+            GATE(0, rows, x, h, input_gate);                                                         \
+            GATE(2, rows, x, h, cell_gate);                                                          \
+            for (int32_t k = 0; k < count; ++k) {                                                    \
+                /* c = sat(f*c requantised + i*g requantised), as two int16 Muls and an add */        \
+                int32_t kept = nn2c_lstm_sat16(nn2c_lstm_apply(&forget_cell, (int32_t)forget_gate[k] * c[k])); \
+                int32_t added =                                                                      \
+                    nn2c_lstm_sat16(nn2c_lstm_apply(&input_cell, (int32_t)input_gate[k] * cell_gate[k])); \
+                int32_t value = nn2c_lstm_sat16(kept + added);                                       \
+                if (p->use_cell_clip) {                                                              \
+                    value = nn2c_clamp_i32(value, -p->cell_clip, p->cell_clip);                      \
                 }                                                                                    \
-                if (p->bias[g]) {                                                                    \
-                    acc += p->bias[g][j];                                                            \
-                }                                                                                    \
-                const int32_t from_x =                                                               \
-                    nn2c_lstm_sat16(MBQM(acc, p->input_multiplier[g], (int)p->input_shift[g]));      \
-                acc = 0;                                                                             \
-                for (int32_t d = 0; d < n; ++d) {                                                    \
-                    acc += ((int32_t)wh[d] + p->recurrent_weight_offset[g]) *                        \
-                           ((int32_t)h[r * n + d] + p->hidden_offset);                               \
-                }                                                                                    \
-                const int32_t from_h = nn2c_lstm_sat16(                                              \
-                    MBQM(acc, p->recurrent_multiplier[g], (int)p->recurrent_shift[g]));              \
-                const int16_t sum = (int16_t)nn2c_lstm_sat16(from_x + from_h);                       \
-                /* the cell gate (2) uses tanh on Q3.12 (multiplier 3, no shift), others sigmoid */  \
-                out[r * n + j] = g == 2 ? nn2c_lstm_tanh_s16(sum, 3, 0) : nn2c_lstm_sigmoid_s16(sum);  \
+                c[k] = (int16_t)value;                                                               \
             }                                                                                        \
-        }                                                                                            \
-    }                                                                                                \
-                                                                                                     \
-    void NAME(const PARAMS *p, const TACT *input, TACT *hidden_state, int16_t *cell_state,           \
-              TACT *output, int16_t *scratch) {                                                      \
-        const int32_t n = p->state_size;                                                             \
-        const int32_t rows = p->time_major ? p->batches : 1;                                         \
-        const int32_t outer = p->time_major ? 1 : p->batches;                                        \
-        const int32_t count = rows * n;                                                              \
-        int16_t *forget_gate = scratch;                                                              \
-        int16_t *input_gate = scratch + count; /* reused for the output gate */                      \
-        int16_t *cell_gate = scratch + 2 * count;                                                    \
-        for (int32_t o = 0; o < outer; ++o) {                                                        \
-            TACT *h = hidden_state + o * n;                                                          \
-            int16_t *c = cell_state + o * n;                                                         \
-            for (int32_t t = 0; t < p->time_steps; ++t) {                                            \
-                const int32_t step = p->time_major ? t : o * p->time_steps + t;                      \
-                const TACT *x = input + step * rows * p->input_size;                                 \
-                TACT *y = output + step * count;                                                     \
-                NAME##_gate(p, 1, rows, x, h, forget_gate);                                          \
-                NAME##_gate(p, 0, rows, x, h, input_gate);                                           \
-                NAME##_gate(p, 2, rows, x, h, cell_gate);                                            \
-                for (int32_t k = 0; k < count; ++k) {                                                \
-                    /* c = sat(f*c requantised + i*g requantised), as two int16 Muls and an add */    \
-                    int32_t kept = nn2c_lstm_sat16(nn2c_mbqm((int32_t)forget_gate[k] * c[k],         \
-                                                             p->forget_cell_multiplier,              \
-                                                             (int)p->forget_cell_shift));            \
-                    int32_t added = nn2c_lstm_sat16(nn2c_mbqm((int32_t)input_gate[k] * cell_gate[k], \
-                                                              p->input_cell_multiplier,              \
-                                                              (int)p->input_cell_shift));            \
-                    int32_t value = nn2c_lstm_sat16(kept + added);                                   \
-                    if (p->use_cell_clip) {                                                          \
-                        value = nn2c_clamp_i32(value, -p->cell_clip, p->cell_clip);                  \
-                    }                                                                                \
-                    c[k] = (int16_t)value;                                                           \
-                }                                                                                    \
-                NAME##_gate(p, 3, rows, x, h, input_gate);                                           \
-                for (int32_t k = 0; k < count; ++k) {                                                \
-                    const int16_t tanh_c =                                                           \
-                        nn2c_lstm_tanh_s16(c[k], p->tanh_multiplier, (int)p->tanh_shift);            \
-                    int32_t value = nn2c_mbqm((int32_t)tanh_c * input_gate[k], p->hidden_multiplier, \
-                                              (int)p->hidden_shift) + p->hidden_zero_point;          \
-                    h[k] = (TACT)nn2c_clamp_i32(value, (HMIN), (HMAX));                              \
-                    y[k] = h[k];                                                                     \
-                }                                                                                    \
+            GATE(3, rows, x, h, input_gate);                                                         \
+            for (int32_t k = 0; k < count; ++k) {                                                    \
+                const int16_t tanh_c = nn2c_lstm_tanh_s16(c[k], p->tanh_multiplier, (int)p->tanh_shift); \
+                int32_t value =                                                                      \
+                    nn2c_lstm_apply(&hidden_q, (int32_t)tanh_c * input_gate[k]) + p->hidden_zero_point; \
+                h[k] = (TACT)nn2c_clamp_i32(value, (HMIN), (HMAX));                                  \
+                y[k] = h[k];                                                                         \
             }                                                                                        \
         }                                                                                            \
     }
 
-NN2C_LSTM_INTEGER_KERNEL(nn2c_lstm_s8, nn2c_lstm_s8_params_t, int8_t, int32_t, nn2c_mbqm, -128, 127)
-NN2C_LSTM_INTEGER_KERNEL(nn2c_lstm_s16, nn2c_lstm_s16_params_t, int16_t, int64_t, nn2c_mbqm_i64, -32768, 32767)
+void nn2c_lstm_s8(const nn2c_lstm_s8_params_t *p, const int8_t *input, int8_t *hidden_state, int16_t *cell_state,
+                  int8_t *output, int16_t *scratch, int32_t *sums) {
+#define NN2C_LSTM_S8_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s8_gate(p, g, rows_, x_, h_, out_, sums)
+    NN2C_LSTM_INTEGER_BODY(int8_t, -128, 127, NN2C_LSTM_S8_GATE)
+#undef NN2C_LSTM_S8_GATE
+}
+
+void nn2c_lstm_s16(const nn2c_lstm_s16_params_t *p, const int16_t *input, int16_t *hidden_state,
+                   int16_t *cell_state, int16_t *output, int16_t *scratch) {
+#define NN2C_LSTM_S16_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s16_gate(p, g, rows_, x_, h_, out_)
+    NN2C_LSTM_INTEGER_BODY(int16_t, -32768, 32767, NN2C_LSTM_S16_GATE)
+#undef NN2C_LSTM_S16_GATE
+}
 
 /* TFLite's reference float Logistic: cut-offs instead of exp overflow. */
 static float nn2c_lstm_sigmoid_f32(float x) {

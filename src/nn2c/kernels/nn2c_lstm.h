@@ -21,6 +21,38 @@ NN2C_INLINE int32_t nn2c_lstm_asr(int32_t x, int n) {
     return x >= 0 ? (x >> n) : ~((~x) >> n);
 }
 
+/* saturate to int16 (one SSAT where the core has it) */
+NN2C_INLINE int32_t nn2c_lstm_sat16(int32_t x) {
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    int32_t y;
+    __asm__("ssat %0, #16, %1" : "=r"(y) : "r"(x));
+    return y;
+#else
+    return nn2c_clamp_i32(x, -32768, 32767);
+#endif
+}
+
+/* One fixed-point multiplier of TFLite's MultiplyByQuantizedMultiplier, its roundings prepared once
+ * per call of the kernel (nn2c_mbqm_rounded: one 64-bit multiply-add and two shifts per value when
+ * the shift is negative, as every LSTM multiplier of a real model's is). */
+typedef struct {
+    int32_t multiplier, shift;
+    int64_t rounding[2];
+} nn2c_lstm_rescale_t;
+
+NN2C_INLINE nn2c_lstm_rescale_t nn2c_lstm_rescale(int32_t multiplier, int32_t shift) {
+    nn2c_lstm_rescale_t q = {multiplier, shift, {0, 0}};
+    if (shift < 0) {
+        q.rounding[0] = ((int64_t)1 << 30) + ((int64_t)1 << (30 - shift));
+        q.rounding[1] = q.rounding[0] - ((int64_t)1 << 31);
+    }
+    return q;
+}
+
+NN2C_INLINE int32_t nn2c_lstm_apply(const nn2c_lstm_rescale_t *q, int32_t x) {
+    return nn2c_mbqm_rounded(x, q->multiplier, q->shift, q->rounding);
+}
+
 /* TFLite reference_integer_ops::Logistic on int16 with input_multiplier 0 and shift 0 (the LSTM's
  * call): input Q3.12 scaled by 3 (range [-8, 8] onto the table's [-10.7, 10.7]), output Q0.15. */
 NN2C_INLINE int16_t nn2c_lstm_sigmoid_s16(int16_t x) {
@@ -64,8 +96,6 @@ NN2C_INLINE int16_t nn2c_lstm_tanh_s16(int16_t x, int32_t multiplier, int shift)
 #define NN2C_LSTM_QUANT_FIELDS                                                                      \
     int32_t time_major;       /* input is [time, batch, features] (else [batch, time, features]) */ \
     int32_t batches, time_steps, input_size, state_size;                                            \
-    const int8_t *input_weights[4];     /* [state_size x input_size] */                              \
-    const int8_t *recurrent_weights[4]; /* [state_size x state_size] */                              \
     int32_t input_offset, hidden_offset; /* -zero points of x and h */                               \
     int32_t input_weight_offset[4], recurrent_weight_offset[4]; /* -weight zero points */            \
     int32_t input_multiplier[4], input_shift[4];         /* FC(x) -> Q3.12 */                        \
@@ -76,13 +106,23 @@ NN2C_INLINE int16_t nn2c_lstm_tanh_s16(int16_t x, int32_t multiplier, int shift)
     int32_t tanh_multiplier, tanh_shift; /* input scaling of tanh(c) for the cell scale */           \
     int32_t use_cell_clip, cell_clip;    /* clip c to +-cell_clip (quantized) */
 
+/* int8: the activation offsets are folded into per-row constants at compile time, so the gates sum
+ * plain int8 products (nn2c_fc_s8_sums_simd: SMLAD on Arm DSP, VMLADAVA on Helium):
+ *   sum (w + wo)(x + xo) + b = sum w x + (b + xo sum w) + wo (sum x + n xo)
+ * exact in int32 arithmetic modulo 2^32, as TFLite Micro's sums; the last term (non-zero weight
+ * zero points only) is summed at run time. */
 typedef struct {
     NN2C_LSTM_QUANT_FIELDS
-    const int32_t *bias[4];
+    const void *input_weights[4];     /* [state_size x input_size], in nn2c_sums_s8's layout */
+    const void *recurrent_weights[4]; /* [state_size x state_size], likewise */
+    const int32_t *bias[4];           /* bias + input_offset * sum(input weights row) */
+    const int32_t *recurrent_bias[4]; /* hidden_offset * sum(recurrent weights row) */
 } nn2c_lstm_s8_params_t;
 
 typedef struct {
     NN2C_LSTM_QUANT_FIELDS
+    const int8_t *input_weights[4];     /* [state_size x input_size] */
+    const int8_t *recurrent_weights[4]; /* [state_size x state_size] */
     const int64_t *bias[4];
 } nn2c_lstm_s16_params_t;
 
@@ -96,9 +136,9 @@ typedef struct {
 } nn2c_lstm_f32_params_t;
 
 /* scratch: 3 * rows * state_size elements of the cell type (int16 or float), rows = batches when
- * time_major, else 1. */
+ * time_major, else 1; sums (int8 only): 2 * state_size int32. */
 void nn2c_lstm_s8(const nn2c_lstm_s8_params_t *p, const int8_t *input, int8_t *hidden_state,
-                  int16_t *cell_state, int8_t *output, int16_t *scratch);
+                  int16_t *cell_state, int8_t *output, int16_t *scratch, int32_t *sums);
 void nn2c_lstm_s16(const nn2c_lstm_s16_params_t *p, const int16_t *input, int16_t *hidden_state,
                    int16_t *cell_state, int16_t *output, int16_t *scratch);
 void nn2c_lstm_f32(const nn2c_lstm_f32_params_t *p, const float *input, float *hidden_state,

@@ -881,6 +881,49 @@ void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, 
 }
 #endif
 
+/* --- row sums of a constant matrix (the recurrent operators' gates and features) ------------------ */
+
+#if defined(NN2C_SIMD_DSP)
+/* Four rows at a time, the weights widened to int16 at compile time in SMLAD order (nn2c_simd.h):
+ * per 4 inputs one LDR and two SXTB16, per row one LDRD and two SMLADs (17 instructions per 16 MACs). */
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t rows, const int32_t *init,
+                  int32_t *acc) {
+    const int32_t words = depth >> 2, rem = depth & 3;
+    const int16_t *w = (const int16_t *)weights;
+    for (int32_t r = 0; r < rows; r += 4, w += 4 * depth) {
+        const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)w;
+        const int32_t left = rows - r;
+        int32_t s0 = init[r], s1 = left > 1 ? init[r + 1] : 0, s2 = left > 2 ? init[r + 2] : 0;
+        int32_t s3 = left > 3 ? init[r + 3] : 0;
+        for (int32_t k = 0; k < words; ++k, wp += 8) {
+            const int32_t xv = nn2c_simd_ld32(x + 4 * k), xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
+            s0 = __smlad(xo, wp[1], __smlad(xe, wp[0], s0));
+            s1 = __smlad(xo, wp[3], __smlad(xe, wp[2], s1));
+            s2 = __smlad(xo, wp[5], __smlad(xe, wp[4], s2));
+            s3 = __smlad(xo, wp[7], __smlad(xe, wp[6], s3));
+        }
+        const int16_t *tail = w + 16 * words;
+        for (int32_t t = 0; t < rem; ++t) {
+            const int32_t v = x[4 * words + t];
+            s0 += v * tail[t];
+            s1 += v * tail[rem + t];
+            s2 += v * tail[2 * rem + t];
+            s3 += v * tail[3 * rem + t];
+        }
+        acc[r] = s0;
+        if (left > 1) acc[r + 1] = s1;
+        if (left > 2) acc[r + 2] = s2;
+        if (left > 3) acc[r + 3] = s3;
+    }
+}
+#else /* Helium (VMLADAVA, nn2c_fc_s8_sums_simd) and the host: rows of int8 as they are */
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t rows, const int32_t *init,
+                  int32_t *acc) {
+    memcpy(acc, init, (size_t)rows * sizeof(int32_t));
+    nn2c_fc_s8_sums_simd(x, (const int8_t *)weights, depth, rows, 0, depth, acc);
+}
+#endif
+
 /* Where a convolution's output pixels go: the output tensor (NULL), or a few at a time into a
  * FULLY_CONNECTED's sums (nn2c_conv_s8_simd_fc). */
 typedef struct {

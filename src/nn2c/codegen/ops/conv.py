@@ -184,6 +184,24 @@ def pack_gemm_filter(rows: np.ndarray, group: int, block: int) -> np.ndarray:
     return np.ascontiguousarray(packed).reshape(-1)
 
 
+def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
+    """A constant [rows, depth] int8 matrix as nn2c_sums_s8 reads it on this target (nn2c_simd.h): DSP
+    groups of 4 rows (zero rows pad the last) widened to int16, per 4 inputs [4 rows][w0 w2 w1 w3], then
+    the last depth % 4 inputs as [4 rows][depth % 4]; elsewhere the int8 rows as they are."""
+    rows = np.asarray(rows, dtype=np.int8)
+    if not ctx.target.row_sums_int16:
+        return ctx.const_array(np.ascontiguousarray(rows).reshape(-1), "int8_t", comment)
+    count, depth = rows.shape
+    words = depth // 4
+    padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
+    padded[:count] = rows
+    groups = padded.reshape(-1, 4, depth)  # [group][row][depth]
+    body = groups[:, :, :4 * words].reshape(-1, 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    tail = groups[:, :, 4 * words:]
+    packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
+    return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
+
+
 def folded_bias(bias: np.ndarray | None, rows: np.ndarray, input_offset: int, channels: int,
                 pad_to: int = 4) -> np.ndarray:
     """bias + input_offset * sum(filter row) per channel, wrapped to int32 as the kernels' sums are,

@@ -24,6 +24,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
+from nn2c.codegen.ops.conv import folded_bias, pack_row_sums
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier, round_half_away
 
@@ -109,6 +110,8 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
     clip = float(node.attrs.get("cell_clip", 0.0))
     weight_type, bias_type = weights[0].type.dtype, biases[0].type.dtype
     ctx.use_kernel("lstm")
+    ctx.use_kernel("simd")  # the int8 gates' sums (nn2c_lstm.c includes nn2c_simd.h)
+    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
 
     if x.type.dtype == "float32":
         if weight_type != "float32" or bias_type != "float32" or cell.type.dtype != "float32":
@@ -135,15 +138,37 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
     for value in (x, hidden, cell, *weights):
         if value.type.quant is None or value.type.quant.per_channel:
             raise ctx.unsupported(f"LSTM tensor {value.name!r} must be quantized per tensor")
-    params = ctx.params_struct(params_type, {
+    fields = {
         **sizes,
         "input_weights": [ctx.ptr(w) for w in weights[:4]],
         "recurrent_weights": [ctx.ptr(w) for w in weights[4:]],
         "bias": [ctx.ptr(b) for b in biases],
         **_integer_fields(ctx, x, hidden, cell, weights, clip),
-    })
+    }
+    operands = [ctx.ptr(x), ctx.ptr(hidden), ctx.ptr(cell), ctx.ptr(out)]
+    if x.type.dtype == "int8":
+        # the int8 kernel sums plain products (nn2c_sums_s8): offsets folded here (nn2c_lstm.h)
+        fields["bias"] = [_folded(ctx, w, b, -zero_point(x)) for w, b in zip(weights[:4], biases, strict=True)]
+        fields["recurrent_bias"] = [_folded(ctx, w, None, -zero_point(hidden)) for w in weights[4:]]
+        fields["input_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[:4]]
+        fields["recurrent_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[4:]]
+        params = ctx.params_struct(params_type, fields)
+        sums = ctx.scratch(2 * sizes["state_size"] * 4)
+        ctx.call(kernel, params, *operands, f"(int16_t *){ctx.scratch(scratch_elements * 2)}", f"(int32_t *){sums}")
+        return
+    params = ctx.params_struct(params_type, fields)
     scratch = ctx.scratch(scratch_elements * 2)
-    ctx.call(kernel, params, ctx.ptr(x), ctx.ptr(hidden), ctx.ptr(cell), ctx.ptr(out), f"(int16_t *){scratch}")
+    ctx.call(kernel, params, *operands, f"(int16_t *){scratch}")
+
+
+def _rows(weights: Value) -> np.ndarray:
+    return np.asarray(weights.data, dtype=np.int8).reshape(weights.type.shape[0], -1)
+
+
+def _folded(ctx: EmitContext, weights: Value, bias: Value | None, offset: int) -> str:
+    """bias + offset * (sum of each weight row) as a flash array (nn2c_lstm_s8_params_t)."""
+    data = folded_bias(None if bias is None else bias.data, _rows(weights), offset, weights.type.shape[0], 1)
+    return ctx.const_array(data, "int32_t", f"{weights.name} offset folded")
 
 
 def _multiplier(a: float, b: float, c: float) -> tuple[int, int]:
