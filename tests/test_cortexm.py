@@ -24,6 +24,8 @@ from nn2c.targets.cortexm_build import build_image, missing_tools
 from nn2c.targets.cortexm_run import layer_profile, run_image
 from nn2c.targets.footprint import measure
 from tests.conftest import model_path
+from tests.test_op_lstm import _build as _lstm_model_bytes
+from tests.test_op_svdf import _int8_svdf as _svdf_model_bytes
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +45,7 @@ MODELS = [
     ("tinyengine/ptq_mnist_lenet-300-100.tflite", "cortex-m55"),  # float in/out, libm
     ("tinyengine/ptq_mnist_lenet-300-100.tflite", "cortex-m4"),  # QUANTIZE's rounding without VRINTA
     ("tflite_micro/keyword_scrambled_8bit.tflite", "cortex-m4"),  # SVDF state carried across inputs
+    ("tflite_micro/trained_lstm_int8.tflite", "cortex-m4"),  # LSTM gates on the int16-widened row sums
     ("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4"),
     ("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"),
 ]
@@ -148,6 +151,26 @@ def test_simd_kernels_beat_portable_and_tflm(model, target, tmp_path):
           f"{portable.instructions_per_inference:,} portable, {TFLM_CMSIS[(model, target)]:,} TFLM+CMSIS-NN")
     assert simd.instructions_per_inference < 0.5 * portable.instructions_per_inference
     assert simd.instructions_per_inference < TFLM_CMSIS[(model, target)]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_recurrent_row_sums_on_odd_shapes(target, tmp_path):
+    """The recurrent kernels' SIMD row sums (nn2c_sums_s8, nn2c_dots_s8) where the real models have no
+    such shapes: row counts that are not a multiple of 4 (the DSP layout's padded group), depths with a
+    tail of 1-3 inputs, non-zero input / state zero points folded into the constants, several rows of a
+    time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU over inputs whose state carries."""
+    models = {
+        "lstm": _lstm_model_bytes(23, 2, 3, 7, 6, True, "int8", -20, 2, 2.0**-10, 10.0),
+        "lstm_tail": _lstm_model_bytes(11, 1, 4, 9, 10, False, "int8", -5, 3, 0.0003, 3.0),
+        "svdf": _svdf_model_bytes(9, 2, 13, 5, 3, 6, "int8", -11, 3, 13, "RELU"),
+        "svdf_int16": _svdf_model_bytes(5, 1, 10, 6, 1, 8, "int16", 17, -128, 0, "NONE"),
+    }
+    for name, data in models.items():
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(data)
+        report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / name)
+        assert report.reference == "tflm" and report.passed(), (name, [c.__dict__ for c in report.comparisons])
+        assert all(c.max_abs_diff == 0 for c in report.comparisons), name
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

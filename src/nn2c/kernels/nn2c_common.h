@@ -118,6 +118,17 @@ NN2C_INLINE int32_t nn2c_clamp_i32(int32_t x, int32_t lo, int32_t hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* nn2c_clamp_i32(x, -128, 127): one SSAT where the core has it (GCC 12 does not find it). */
+NN2C_INLINE int32_t nn2c_sat_i8(int32_t x) {
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    int32_t y;
+    __asm__("ssat %0, #8, %1" : "=r"(y) : "r"(x));
+    return y;
+#else
+    return nn2c_clamp_i32(x, -128, 127);
+#endif
+}
+
 NN2C_INLINE float nn2c_clamp_f32(float x, float lo, float hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
@@ -167,6 +178,27 @@ NN2C_INLINE int32_t nn2c_mbqm_rounded(int32_t x, int32_t multiplier, int32_t shi
         return (int32_t)(v >> 32) >> (-shift - 1);
     }
     return nn2c_mbqm(x, multiplier, shift);
+}
+
+/* One multiplier of MultiplyByQuantizedMultiplier applied to many values (a recurrent kernel's gates,
+ * an SVDF's filters): the roundings of nn2c_mbqm_rounded prepared once per call, so that a negative
+ * shift (every such multiplier of a real model's) costs one 64-bit multiply-add and two shifts. */
+typedef struct {
+    int32_t multiplier, shift;
+    int64_t rounding[2];
+} nn2c_rescale_t;
+
+NN2C_INLINE nn2c_rescale_t nn2c_rescale(int32_t multiplier, int32_t shift) {
+    nn2c_rescale_t q = {multiplier, shift, {0, 0}};
+    if (shift < 0) {
+        q.rounding[0] = ((int64_t)1 << 30) + ((int64_t)1 << (30 - shift));
+        q.rounding[1] = q.rounding[0] - ((int64_t)1 << 31);
+    }
+    return q;
+}
+
+NN2C_INLINE int32_t nn2c_rescale_apply(const nn2c_rescale_t *q, int32_t x) {
+    return nn2c_mbqm_rounded(x, q->multiplier, q->shift, q->rounding);
 }
 
 /* TFLite MultiplyByQuantizedMultiplier for int64 accumulators (16x8 kernels). */

@@ -378,14 +378,16 @@ static inline int32_t nn2c_ew_f32_round_to_i32(float r) {
 NN2C_EW_QUANTIZE(nn2c_quantize_f32_s8, int8_t, -128, 127)
 NN2C_EW_QUANTIZE(nn2c_quantize_f32_s16, int16_t, -32768, 32767)
 
-/* reference_ops::Requantize: (x - input_zp) rescaled by the multiplier, + output_zp, clamped. */
+/* reference_ops::Requantize: (x - input_zp) rescaled by the multiplier, + output_zp, clamped (the
+ * parameters in locals: the stores could alias the struct). */
 #define NN2C_EW_REQUANTIZE(name, TIN, TOUT, lo, hi)                                              \
     void name(const nn2c_requantize_params_t *p, const TIN *in, TOUT *out) {                    \
-        for (int32_t i = 0; i < p->count; ++i) {                                                \
-            const int32_t x = nn2c_ew_wrap_sub((int32_t)in[i], p->input_zero_point);            \
-            const int32_t y = nn2c_ew_wrap_add(nn2c_mbqm(x, p->multiplier, (int)p->shift),      \
-                                               p->output_zero_point);                           \
-            out[i] = (TOUT)nn2c_clamp_i32(y, lo, hi);                                           \
+        const int32_t count = p->count, in_zp = p->input_zero_point, out_zp = p->output_zero_point; \
+        const nn2c_rescale_t q = nn2c_rescale(p->multiplier, p->shift);                         \
+        for (int32_t i = 0; i < count; ++i) {                                                   \
+            const int32_t x = nn2c_ew_wrap_sub((int32_t)in[i], in_zp);                          \
+            const int32_t y = nn2c_ew_wrap_add(nn2c_rescale_apply(&q, x), out_zp);              \
+            out[i] = (TOUT)((lo) == -128 && (hi) == 127 ? nn2c_sat_i8(y) : nn2c_clamp_i32(y, lo, hi)); \
         }                                                                                       \
     }
 

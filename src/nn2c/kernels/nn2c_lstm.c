@@ -44,7 +44,7 @@ NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
  * FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); w in nn2c_sums_s8's layout. */
 static void nn2c_lstm_s8_sums(const int8_t *v, int32_t n, int32_t offset, const void *w, int32_t weight_offset,
                               const int32_t *folded, int32_t rows, int32_t *acc) {
-    nn2c_sums_s8(v, w, n, rows, folded, acc);
+    nn2c_sums_s8(v, w, n, 0, rows, folded, acc);
     if (weight_offset != 0) { /* weight zero points: TFLite's int8 weights have none, other producers may */
         uint32_t total = (uint32_t)n * (uint32_t)offset;
         for (int32_t d = 0; d < n; ++d) {
@@ -67,11 +67,11 @@ static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t row
                           p->bias[g], n, from_x);
         nn2c_lstm_s8_sums(h + r * n, n, p->hidden_offset, p->recurrent_weights[g], p->recurrent_weight_offset[g],
                           p->recurrent_bias[g], n, from_h);
-        const nn2c_lstm_rescale_t qx = nn2c_lstm_rescale(p->input_multiplier[g], p->input_shift[g]);
-        const nn2c_lstm_rescale_t qh = nn2c_lstm_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
+        const nn2c_rescale_t qx = nn2c_rescale(p->input_multiplier[g], p->input_shift[g]);
+        const nn2c_rescale_t qh = nn2c_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
         for (int32_t j = 0; j < n; ++j) {
-            out[r * n + j] = nn2c_lstm_activate(g, nn2c_lstm_sat16(nn2c_lstm_apply(&qx, from_x[j])),
-                                                nn2c_lstm_sat16(nn2c_lstm_apply(&qh, from_h[j])));
+            out[r * n + j] = nn2c_lstm_activate(g, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[j])),
+                                                nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[j])));
         }
     }
 }
@@ -114,9 +114,9 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
     int16_t *forget_gate = scratch;                                                                  \
     int16_t *input_gate = scratch + count; /* reused for the output gate */                          \
     int16_t *cell_gate = scratch + 2 * count;                                                        \
-    const nn2c_lstm_rescale_t forget_cell = nn2c_lstm_rescale(p->forget_cell_multiplier, p->forget_cell_shift); \
-    const nn2c_lstm_rescale_t input_cell = nn2c_lstm_rescale(p->input_cell_multiplier, p->input_cell_shift); \
-    const nn2c_lstm_rescale_t hidden_q = nn2c_lstm_rescale(p->hidden_multiplier, p->hidden_shift);   \
+    const nn2c_rescale_t forget_cell = nn2c_rescale(p->forget_cell_multiplier, p->forget_cell_shift); \
+    const nn2c_rescale_t input_cell = nn2c_rescale(p->input_cell_multiplier, p->input_cell_shift); \
+    const nn2c_rescale_t hidden_q = nn2c_rescale(p->hidden_multiplier, p->hidden_shift);   \
     for (int32_t o = 0; o < outer; ++o) {                                                            \
         TACT *h = hidden_state + o * n;                                                              \
         int16_t *c = cell_state + o * n;                                                             \
@@ -129,9 +129,9 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
             GATE(2, rows, x, h, cell_gate);                                                          \
             for (int32_t k = 0; k < count; ++k) {                                                    \
                 /* c = sat(f*c requantised + i*g requantised), as two int16 Muls and an add */        \
-                int32_t kept = nn2c_lstm_sat16(nn2c_lstm_apply(&forget_cell, (int32_t)forget_gate[k] * c[k])); \
+                int32_t kept = nn2c_lstm_sat16(nn2c_rescale_apply(&forget_cell, (int32_t)forget_gate[k] * c[k])); \
                 int32_t added =                                                                      \
-                    nn2c_lstm_sat16(nn2c_lstm_apply(&input_cell, (int32_t)input_gate[k] * cell_gate[k])); \
+                    nn2c_lstm_sat16(nn2c_rescale_apply(&input_cell, (int32_t)input_gate[k] * cell_gate[k])); \
                 int32_t value = nn2c_lstm_sat16(kept + added);                                       \
                 if (p->use_cell_clip) {                                                              \
                     value = nn2c_clamp_i32(value, -p->cell_clip, p->cell_clip);                      \
@@ -142,7 +142,7 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
             for (int32_t k = 0; k < count; ++k) {                                                    \
                 const int16_t tanh_c = nn2c_lstm_tanh_s16(c[k], p->tanh_multiplier, (int)p->tanh_shift); \
                 int32_t value =                                                                      \
-                    nn2c_lstm_apply(&hidden_q, (int32_t)tanh_c * input_gate[k]) + p->hidden_zero_point; \
+                    nn2c_rescale_apply(&hidden_q, (int32_t)tanh_c * input_gate[k]) + p->hidden_zero_point; \
                 h[k] = (TACT)nn2c_clamp_i32(value, (HMIN), (HMAX));                                  \
                 y[k] = h[k];                                                                         \
             }                                                                                        \

@@ -32,27 +32,6 @@ NN2C_INLINE int32_t nn2c_lstm_sat16(int32_t x) {
 #endif
 }
 
-/* One fixed-point multiplier of TFLite's MultiplyByQuantizedMultiplier, its roundings prepared once
- * per call of the kernel (nn2c_mbqm_rounded: one 64-bit multiply-add and two shifts per value when
- * the shift is negative, as every LSTM multiplier of a real model's is). */
-typedef struct {
-    int32_t multiplier, shift;
-    int64_t rounding[2];
-} nn2c_lstm_rescale_t;
-
-NN2C_INLINE nn2c_lstm_rescale_t nn2c_lstm_rescale(int32_t multiplier, int32_t shift) {
-    nn2c_lstm_rescale_t q = {multiplier, shift, {0, 0}};
-    if (shift < 0) {
-        q.rounding[0] = ((int64_t)1 << 30) + ((int64_t)1 << (30 - shift));
-        q.rounding[1] = q.rounding[0] - ((int64_t)1 << 31);
-    }
-    return q;
-}
-
-NN2C_INLINE int32_t nn2c_lstm_apply(const nn2c_lstm_rescale_t *q, int32_t x) {
-    return nn2c_mbqm_rounded(x, q->multiplier, q->shift, q->rounding);
-}
-
 /* TFLite reference_integer_ops::Logistic on int16 with input_multiplier 0 and shift 0 (the LSTM's
  * call): input Q3.12 scaled by 3 (range [-8, 8] onto the table's [-10.7, 10.7]), output Q0.15. */
 NN2C_INLINE int16_t nn2c_lstm_sigmoid_s16(int16_t x) {

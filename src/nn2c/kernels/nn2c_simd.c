@@ -883,13 +883,31 @@ void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, 
 
 /* --- row sums of a constant matrix (the recurrent operators' gates and features) ------------------ */
 
+/* int32 sums wrap as TFLite Micro's do (the folded constants may sit anywhere in int32) */
+NN2C_INLINE int32_t nn2c_sums_wrap(int32_t a, int32_t b) {
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
 #if defined(NN2C_SIMD_DSP)
+/* Two int8 vectors: per 4 values two LDRs, four SXTB16 and two SMLADs. */
+NN2C_INLINE int32_t nn2c_simd_dot_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t sum) {
+    int32_t d = 0;
+    for (; d + 4 <= n; d += 4) {
+        const int32_t va = nn2c_simd_ld32(a + d), vb = nn2c_simd_ld32(b + d);
+        sum = __smlad(nn2c_sxtb16_ror8(va), nn2c_sxtb16_ror8(vb), __smlad(__sxtb16(va), __sxtb16(vb), sum));
+    }
+    for (; d < n; ++d) {
+        sum = nn2c_sums_wrap(sum, a[d] * b[d]);
+    }
+    return sum;
+}
+
 /* Four rows at a time, the weights widened to int16 at compile time in SMLAD order (nn2c_simd.h):
  * per 4 inputs one LDR and two SXTB16, per row one LDRD and two SMLADs (17 instructions per 16 MACs). */
-void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t rows, const int32_t *init,
-                  int32_t *acc) {
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                  const int32_t *init, int32_t *acc) {
     const int32_t words = depth >> 2, rem = depth & 3;
-    const int16_t *w = (const int16_t *)weights;
+    const int16_t *w = (const int16_t *)weights + first * depth;
     for (int32_t r = 0; r < rows; r += 4, w += 4 * depth) {
         const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)w;
         const int32_t left = rows - r;
@@ -905,10 +923,10 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t r
         const int16_t *tail = w + 16 * words;
         for (int32_t t = 0; t < rem; ++t) {
             const int32_t v = x[4 * words + t];
-            s0 += v * tail[t];
-            s1 += v * tail[rem + t];
-            s2 += v * tail[2 * rem + t];
-            s3 += v * tail[3 * rem + t];
+            s0 = nn2c_sums_wrap(s0, v * tail[t]);
+            s1 = nn2c_sums_wrap(s1, v * tail[rem + t]);
+            s2 = nn2c_sums_wrap(s2, v * tail[2 * rem + t]);
+            s3 = nn2c_sums_wrap(s3, v * tail[3 * rem + t]);
         }
         acc[r] = s0;
         if (left > 1) acc[r + 1] = s1;
@@ -916,13 +934,78 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t r
         if (left > 3) acc[r + 3] = s3;
     }
 }
-#else /* Helium (VMLADAVA, nn2c_fc_s8_sums_simd) and the host: rows of int8 as they are */
-void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t rows, const int32_t *init,
-                  int32_t *acc) {
-    memcpy(acc, init, (size_t)rows * sizeof(int32_t));
-    nn2c_fc_s8_sums_simd(x, (const int8_t *)weights, depth, rows, 0, depth, acc);
+#elif defined(NN2C_SIMD_MVE)
+NN2C_INLINE int32_t nn2c_simd_dot_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t sum) {
+    for (int32_t d = 0; d < n; d += 16) {
+        const mve_pred16_t live = vctp8q((uint32_t)(n - d));
+        sum = vmladavaq_s8(sum, vldrbq_z_s8(a + d, live), vldrbq_z_s8(b + d, live));
+    }
+    return sum;
+}
+
+/* Four rows at a time, one input vector per 16 values (VMLADAVA, the last vector predicated). */
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                  const int32_t *init, int32_t *acc) {
+    const int8_t *w = (const int8_t *)weights + first * depth;
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4, w += 4 * depth) {
+        int32_t s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
+        for (int32_t d = 0; d < depth; d += 16) {
+            const mve_pred16_t live = vctp8q((uint32_t)(depth - d));
+            const int8x16_t vx = vldrbq_z_s8(x + d, live);
+            s0 = vmladavaq_s8(s0, vldrbq_z_s8(w + d, live), vx);
+            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w + depth + d, live), vx);
+            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w + 2 * depth + d, live), vx);
+            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w + 3 * depth + d, live), vx);
+        }
+        acc[r] = s0;
+        acc[r + 1] = s1;
+        acc[r + 2] = s2;
+        acc[r + 3] = s3;
+    }
+    for (; r < rows; ++r, w += depth) {
+        acc[r] = nn2c_simd_dot_s8(x, w, depth, init[r]);
+    }
+}
+#else /* the host: rows of int8 as they are, plain C */
+NN2C_INLINE int32_t nn2c_simd_dot_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t sum) {
+    for (int32_t d = 0; d < n; ++d) {
+        sum = nn2c_sums_wrap(sum, a[d] * b[d]);
+    }
+    return sum;
+}
+
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                  const int32_t *init, int32_t *acc) {
+    const int8_t *w = (const int8_t *)weights + first * depth;
+    for (int32_t r = 0; r < rows; ++r) {
+        acc[r] = nn2c_simd_dot_s8(x, w + r * depth, depth, init[r]);
+    }
 }
 #endif
+
+void nn2c_dots_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t count, const int32_t *init, int32_t *acc) {
+    for (int32_t k = 0; k < count; ++k, a += n, b += n) {
+        acc[k] = nn2c_simd_dot_s8(a, b, n, init[k]);
+    }
+}
+
+/* dst[i] = src[i] for i < n, in increasing order: dst below an overlapping src is allowed (a state
+ * buffer shifted down), a word or a vector at a time (nn2c_simd_copy). */
+void nn2c_copy_down(int8_t *dst, const int8_t *src, int32_t n) {
+#if defined(NN2C_SIMD_DSP)
+    /* 16 bytes a step: each word read before the store that may overwrite its source */
+    for (; n >= 16; n -= 16, dst += 16, src += 16) {
+        const int32_t a = nn2c_simd_ld32(src), b = nn2c_simd_ld32(src + 4);
+        const int32_t c = nn2c_simd_ld32(src + 8), d = nn2c_simd_ld32(src + 12);
+        nn2c_simd_st32(dst, a);
+        nn2c_simd_st32(dst + 4, b);
+        nn2c_simd_st32(dst + 8, c);
+        nn2c_simd_st32(dst + 12, d);
+    }
+#endif
+    nn2c_simd_copy(dst, src, n);
+}
 
 /* Where a convolution's output pixels go: the output tensor (NULL), or a few at a time into a
  * FULLY_CONNECTED's sums (nn2c_conv_s8_simd_fc). */

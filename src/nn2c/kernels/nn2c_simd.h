@@ -97,15 +97,20 @@ void nn2c_conv_s8_simd(const nn2c_conv_simd_params_t *p, const int8_t *input, co
  * bias): acc[o] += sum over d < count of filter[o * depth + start + d] * x[d], for o < outputs. */
 void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, int32_t outputs, int32_t start,
                           int32_t count, int32_t *acc);
-/* acc[r] = init[r] + sum over d < depth of w[r][d] * x[d], r < rows: a constant int8 matrix times a vector
- * (the gates of LSTM, the features of SVDF), the offsets folded into init by the caller (wrapping in
- * int32 as TFLite Micro's sums). weights in the target's
- * layout (codegen/ops/common.py sums_layout): Arm DSP: groups of 4 rows (zero rows pad the last), each
- * per 4 inputs [4 rows][w0 w2 w1 w3] as int16 (the halves SXTB16 and SXTB16 ROR 8 make of an input
- * word), then the last depth % 4 inputs as [4 rows][depth % 4] int16 (4-byte aligned: LDRD);
- * Helium and the host: [rows][depth] int8. */
-void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t rows, const int32_t *init,
-                  int32_t *acc);
+/* acc[r] = init[r] + sum over d < depth of w[first + r][d] * x[d], r < rows, first a multiple of 4: a
+ * constant int8 matrix times a vector (the gates of LSTM, the features of SVDF), the offsets folded
+ * into init by the caller; the sums wrap in int32 as TFLite Micro's. weights in the target's layout
+ * (codegen/ops/conv.py pack_row_sums): Arm DSP: groups of 4 rows (zero rows pad the last), each per 4
+ * inputs [4 rows][w0 w2 w1 w3] as int16 (the halves SXTB16 and SXTB16 ROR 8 make of an input word),
+ * then the last depth % 4 inputs as [4 rows][depth % 4] int16 (4-byte aligned: LDRD); Helium and the
+ * host: [rows][depth] int8. */
+void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                  const int32_t *init, int32_t *acc);
+/* acc[k] = init[k] + a_k . b_k, k < count, for consecutive int8 rows a_k = a + k n, b_k = b + k n (wrapping
+ * in int32): an SVDF's time sums. */
+void nn2c_dots_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t count, const int32_t *init, int32_t *acc);
+/* dst[i] = src[i], i < n, in increasing order (src may overlap dst from above). */
+void nn2c_copy_down(int8_t *dst, const int8_t *src, int32_t n);
 /* The convolution feeding such a FULLY_CONNECTED (codegen/stream.py): its output is never stored whole.
  * Its pixels go to `pixels` (room for `batch` pixels, an even number), and each full batch (and the
  * last, partial one) is summed into acc with nn2c_fc_s8_sums_simd, from input feature `start` on. */

@@ -26,6 +26,7 @@ typedef struct {
     int32_t output_zero_point;
     int32_t multiplier1, shift1; /* input * feature weights -> state */
     int32_t multiplier2, shift2; /* state * time weights -> output */
+    const int32_t *feature_offsets; /* per filter: -input_zero_point * sum(weights_feature row) */
 } nn2c_svdf_s8_params_t;
 
 typedef struct {
@@ -33,11 +34,13 @@ typedef struct {
     int32_t activation; /* NN2C_SVDF_ACT_* */
 } nn2c_svdf_f32_params_t;
 
-/* int8 input, int8 feature weights, int16 time weights and state, int32 bias, int8 output. */
-void nn2c_svdf_s8_s16(const nn2c_svdf_s8_params_t *p, const int8_t *input, const int8_t *weights_feature,
+/* int8 input, int8 feature weights (in nn2c_sums_s8's layout), int16 time weights and state, an int32
+ * bias folded with the state zero point (bias - state_zero_point * sum of the unit's time weights), int8
+ * output. */
+void nn2c_svdf_s8_s16(const nn2c_svdf_s8_params_t *p, const int8_t *input, const void *weights_feature,
                       const int16_t *weights_time, const int32_t *bias, int16_t *state, int8_t *output);
 /* The TFLite Micro-only variant with int8 time weights and int8 state. */
-void nn2c_svdf_s8_s8(const nn2c_svdf_s8_params_t *p, const int8_t *input, const int8_t *weights_feature,
+void nn2c_svdf_s8_s8(const nn2c_svdf_s8_params_t *p, const int8_t *input, const void *weights_feature,
                      const int8_t *weights_time, const int32_t *bias, int8_t *state, int8_t *output);
 void nn2c_svdf_f32(const nn2c_svdf_f32_params_t *p, const float *input, const float *weights_feature,
                    const float *weights_time, const float *bias, float *state, float *output);

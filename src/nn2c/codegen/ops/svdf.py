@@ -18,6 +18,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
+from nn2c.codegen.ops.conv import folded_bias, pack_row_sums
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier
 
@@ -64,6 +65,8 @@ def svdf(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("SVDF weights and bias must be constant")
     dims = _check_shapes(ctx, x, wf, wt, bias, state, out, int(node.attrs.get("rank", 1)))
     ctx.use_kernel("svdf")
+    ctx.use_kernel("simd")  # the int8 feature sums and time dots (nn2c_svdf.c includes nn2c_simd.h)
+    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
     dtypes = (x.type.dtype, wf.type.dtype, wt.type.dtype, state.type.dtype, bias.type.dtype, out.type.dtype)
 
     if dtypes[0] == "int8":
@@ -91,6 +94,7 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
     for value in (x, wf, wt, state, out):
         if value.type.quant is None or value.type.quant.per_channel:
             raise ctx.unsupported(f"SVDF tensor {value.name!r} must be quantized per tensor")
+    features = np.asarray(wf.data, dtype=np.int8).reshape(dims["filters"], dims["input_size"])
     m1, s1 = quantize_multiplier(_float32_scale(scale(x), scale(wf), scale(state)))
     m2, s2 = quantize_multiplier(_float32_scale(scale(state), scale(wt), scale(out)))
     params = ctx.params_struct("nn2c_svdf_s8_params_t", {
@@ -100,6 +104,14 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
         "output_zero_point": zero_point(out),
         "multiplier1": m1, "shift1": s1,
         "multiplier2": m2, "shift2": s2,
+        # the zero points folded: sum w (x - zx) = sum w x - zx sum w (nn2c_svdf.c), likewise for the state
+        "feature_offsets": ctx.const_array(folded_bias(None, features, -zero_point(x), dims["filters"], 1),
+                                           "int32_t", f"{wf.name} input offset folded"),
     })
+    units, rank = dims["filters"] // dims["rank"], dims["rank"]
+    time_rows = np.asarray(wt.data, dtype=np.int64).reshape(units, rank * dims["memory"])
+    folded = ctx.const_array(folded_bias(bias.data, time_rows, -zero_point(state), units, 1), "int32_t",
+                             f"{bias.name} state offset folded")
     function = "nn2c_svdf_s8_s16" if wt.type.dtype == "int16" else "nn2c_svdf_s8_s8"
-    ctx.call(function, params, ctx.ptr(x), ctx.ptr(wf), ctx.ptr(wt), ctx.ptr(bias), ctx.ptr(state), ctx.ptr(out))
+    ctx.call(function, params, ctx.ptr(x), pack_row_sums(ctx, features, wf.name), ctx.ptr(wt), folded,
+             ctx.ptr(state), ctx.ptr(out))
