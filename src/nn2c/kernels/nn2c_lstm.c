@@ -33,45 +33,60 @@ const uint16_t nn2c_lstm_sigmoid_table[256] = {
     65534, 65534, 65534, 65535,
 };
 
-/* A gate's activation: the cell gate (2) uses tanh on Q3.12 (multiplier 3, no shift), the others
+/* A gate's activation: the cell gate (g = 2) uses tanh on Q3.12 (multiplier 3, no shift), the others
  * sigmoid. The gate input is TFLite's saturating int16 add of the two requantised FC results. */
 NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
     const int16_t sum = (int16_t)nn2c_lstm_sat16(from_x + from_h);
     return g == 2 ? nn2c_lstm_tanh_s16(sum, 3, 0) : nn2c_lstm_sigmoid_s16(sum);
 }
 
-/* acc[j] = folded[j] + sum_d w[j][d] v[d] (+ the weight-offset term), j < rows: one of a gate's two
- * FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); w in nn2c_sums_s8's layout. */
+/* Gate rows whose sums are computed at a time (stack arrays: no arena scratch). */
+#define NN2C_LSTM_CHUNK 16
+
+/* acc[k] = folded[first + k] + sum_d w[first + k][d] v[d] (+ the weight-offset term), k < count: part of
+ * one of a gate's two FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); w in
+ * nn2c_sums_s8's layout. */
 static void nn2c_lstm_s8_sums(const int8_t *v, int32_t n, int32_t offset, const void *w, int32_t weight_offset,
-                              const int32_t *folded, int32_t rows, int32_t *acc) {
-    nn2c_sums_s8(v, w, n, 0, rows, folded, acc);
+                              const int32_t *folded, int32_t first, int32_t count, int32_t *acc) {
+    nn2c_sums_s8(v, w, n, first, count, folded + first, acc);
     if (weight_offset != 0) { /* weight zero points: TFLite's int8 weights have none, other producers may */
         uint32_t total = (uint32_t)n * (uint32_t)offset;
         for (int32_t d = 0; d < n; ++d) {
             total += (uint32_t)(int32_t)v[d];
         }
-        for (int32_t j = 0; j < rows; ++j) {
-            acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)weight_offset * total);
+        for (int32_t k = 0; k < count; ++k) {
+            acc[k] = (int32_t)((uint32_t)acc[k] + (uint32_t)weight_offset * total);
         }
     }
 }
 
-/* int8 gate g for each of `rows` batch rows; sums: 2 * state_size int32. */
+/* int8 gate g for each of `rows` batch rows. */
 static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t rows, const int8_t *x, const int8_t *h,
-                              int16_t *out, int32_t *sums) {
+                              int16_t *out) {
     const int32_t n_in = p->input_size;
     const int32_t n = p->state_size;
-    int32_t *from_x = sums, *from_h = sums + n;
+    const nn2c_rescale_t qx = nn2c_rescale(p->input_multiplier[g], p->input_shift[g]);
+    const nn2c_rescale_t qh = nn2c_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
     for (int32_t r = 0; r < rows; ++r) {
-        nn2c_lstm_s8_sums(x + r * n_in, n_in, p->input_offset, p->input_weights[g], p->input_weight_offset[g],
-                          p->bias[g], n, from_x);
-        nn2c_lstm_s8_sums(h + r * n, n, p->hidden_offset, p->recurrent_weights[g], p->recurrent_weight_offset[g],
-                          p->recurrent_bias[g], n, from_h);
-        const nn2c_rescale_t qx = nn2c_rescale(p->input_multiplier[g], p->input_shift[g]);
-        const nn2c_rescale_t qh = nn2c_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
-        for (int32_t j = 0; j < n; ++j) {
-            out[r * n + j] = nn2c_lstm_activate(g, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[j])),
-                                                nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[j])));
+        for (int32_t j0 = 0; j0 < n; j0 += NN2C_LSTM_CHUNK) {
+            int32_t from_x[NN2C_LSTM_CHUNK], from_h[NN2C_LSTM_CHUNK];
+            const int32_t count = n - j0 < NN2C_LSTM_CHUNK ? n - j0 : NN2C_LSTM_CHUNK;
+            nn2c_lstm_s8_sums(x + r * n_in, n_in, p->input_offset, p->input_weights[g], p->input_weight_offset[g],
+                              p->bias[g], j0, count, from_x);
+            nn2c_lstm_s8_sums(h + r * n, n, p->hidden_offset, p->recurrent_weights[g],
+                              p->recurrent_weight_offset[g], p->recurrent_bias[g], j0, count, from_h);
+            int16_t *o = out + r * n + j0;
+            if (g == 2) { /* the activation chosen once per chunk, not per value */
+                for (int32_t k = 0; k < count; ++k) {
+                    o[k] = nn2c_lstm_activate(2, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[k])),
+                                              nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[k])));
+                }
+            } else {
+                for (int32_t k = 0; k < count; ++k) {
+                    o[k] = nn2c_lstm_activate(0, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[k])),
+                                              nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[k])));
+                }
+            }
         }
     }
 }
@@ -150,8 +165,8 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
     }
 
 void nn2c_lstm_s8(const nn2c_lstm_s8_params_t *p, const int8_t *input, int8_t *hidden_state, int16_t *cell_state,
-                  int8_t *output, int16_t *scratch, int32_t *sums) {
-#define NN2C_LSTM_S8_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s8_gate(p, g, rows_, x_, h_, out_, sums)
+                  int8_t *output, int16_t *scratch) {
+#define NN2C_LSTM_S8_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s8_gate(p, g, rows_, x_, h_, out_)
     NN2C_LSTM_INTEGER_BODY(int8_t, -128, 127, NN2C_LSTM_S8_GATE)
 #undef NN2C_LSTM_S8_GATE
 }

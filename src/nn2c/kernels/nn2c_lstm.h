@@ -115,9 +115,9 @@ typedef struct {
 } nn2c_lstm_f32_params_t;
 
 /* scratch: 3 * rows * state_size elements of the cell type (int16 or float), rows = batches when
- * time_major, else 1; sums (int8 only): 2 * state_size int32. */
+ * time_major, else 1. */
 void nn2c_lstm_s8(const nn2c_lstm_s8_params_t *p, const int8_t *input, int8_t *hidden_state,
-                  int16_t *cell_state, int8_t *output, int16_t *scratch, int32_t *sums);
+                  int16_t *cell_state, int8_t *output, int16_t *scratch);
 void nn2c_lstm_s16(const nn2c_lstm_s16_params_t *p, const int16_t *input, int16_t *hidden_state,
                    int16_t *cell_state, int16_t *output, int16_t *scratch);
 void nn2c_lstm_f32(const nn2c_lstm_f32_params_t *p, const float *input, float *hidden_state,

@@ -138,24 +138,19 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
     for value in (x, hidden, cell, *weights):
         if value.type.quant is None or value.type.quant.per_channel:
             raise ctx.unsupported(f"LSTM tensor {value.name!r} must be quantized per tensor")
-    fields = {
-        **sizes,
-        "input_weights": [ctx.ptr(w) for w in weights[:4]],
-        "recurrent_weights": [ctx.ptr(w) for w in weights[4:]],
-        "bias": [ctx.ptr(b) for b in biases],
-        **_integer_fields(ctx, x, hidden, cell, weights, clip),
-    }
-    operands = [ctx.ptr(x), ctx.ptr(hidden), ctx.ptr(cell), ctx.ptr(out)]
+    fields = {**sizes, **_integer_fields(ctx, x, hidden, cell, weights, clip)}
     if x.type.dtype == "int8":
-        # the int8 kernel sums plain products (nn2c_sums_s8): offsets folded here (nn2c_lstm.h)
-        fields["bias"] = [_folded(ctx, w, b, -zero_point(x)) for w, b in zip(weights[:4], biases, strict=True)]
-        fields["recurrent_bias"] = [_folded(ctx, w, None, -zero_point(hidden)) for w in weights[4:]]
+        # the int8 kernel sums plain products (nn2c_sums_s8): offsets folded here (nn2c_lstm.h), and only
+        # the re-laid-out weights are emitted
         fields["input_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[:4]]
         fields["recurrent_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[4:]]
-        params = ctx.params_struct(params_type, fields)
-        sums = ctx.scratch(2 * sizes["state_size"] * 4)
-        ctx.call(kernel, params, *operands, f"(int16_t *){ctx.scratch(scratch_elements * 2)}", f"(int32_t *){sums}")
-        return
+        fields["bias"] = [_folded(ctx, w, b, -zero_point(x)) for w, b in zip(weights[:4], biases, strict=True)]
+        fields["recurrent_bias"] = [_folded(ctx, w, None, -zero_point(hidden)) for w in weights[4:]]
+    else:
+        fields["input_weights"] = [ctx.ptr(w) for w in weights[:4]]
+        fields["recurrent_weights"] = [ctx.ptr(w) for w in weights[4:]]
+        fields["bias"] = [ctx.ptr(b) for b in biases]
+    operands = [ctx.ptr(x), ctx.ptr(hidden), ctx.ptr(cell), ctx.ptr(out)]
     params = ctx.params_struct(params_type, fields)
     scratch = ctx.scratch(scratch_elements * 2)
     ctx.call(kernel, params, *operands, f"(int16_t *){scratch}")
