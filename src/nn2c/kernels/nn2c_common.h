@@ -138,16 +138,16 @@ NN2C_INLINE int32_t nn2c_srdhm(int32_t a, int32_t b) {
     if (a == b && a == INT32_MIN) {
         return INT32_MAX;
     }
-    /* gemmlowp's (ab + (ab >= 0 ? 2^30 : 1 - 2^30)) / 2^31, truncated, is floor((ab + 2^30) / 2^31)
-     * for either sign: one 64-bit add and shift instead of a sign test and a signed division */
-    return (int32_t)(((int64_t)a * (int64_t)b + (1 << 30)) >> 31);
+    int64_t ab = (int64_t)a * (int64_t)b;
+    int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
 }
 
 /* gemmlowp RoundingDivideByPOT: x / 2^exponent, rounding half away from zero. */
 NN2C_INLINE int32_t nn2c_rdbpot(int32_t x, int exponent) {
-    const int32_t mask = (int32_t)((1u << exponent) - 1u); /* exponent <= 31, as x >> exponent needs */
-    const int32_t remainder = x & mask;
-    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    int32_t remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
