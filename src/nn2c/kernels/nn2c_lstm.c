@@ -36,7 +36,7 @@ const uint16_t nn2c_lstm_sigmoid_table[256] = {
 /* A gate's activation: the cell gate (g = 2) uses tanh on Q3.12 (multiplier 3, no shift), the others
  * sigmoid. The gate input is TFLite's saturating int16 add of the two requantised FC results. */
 NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
-    const int16_t sum = (int16_t)nn2c_lstm_sat16(from_x + from_h);
+    const int16_t sum = (int16_t)nn2c_sat_i16(from_x + from_h);
     return g == 2 ? nn2c_lstm_tanh_s16(sum, 3, 0) : nn2c_lstm_sigmoid_s16(sum);
 }
 
@@ -78,13 +78,13 @@ static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t row
             int16_t *o = out + r * n + j0;
             if (g == 2) { /* the activation chosen once per chunk, not per value */
                 for (int32_t k = 0; k < count; ++k) {
-                    o[k] = nn2c_lstm_activate(2, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[k])),
-                                              nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[k])));
+                    o[k] = nn2c_lstm_activate(2, nn2c_sat_i16(nn2c_rescale_apply(&qx, from_x[k])),
+                                              nn2c_sat_i16(nn2c_rescale_apply(&qh, from_h[k])));
                 }
             } else {
                 for (int32_t k = 0; k < count; ++k) {
-                    o[k] = nn2c_lstm_activate(0, nn2c_lstm_sat16(nn2c_rescale_apply(&qx, from_x[k])),
-                                              nn2c_lstm_sat16(nn2c_rescale_apply(&qh, from_h[k])));
+                    o[k] = nn2c_lstm_activate(0, nn2c_sat_i16(nn2c_rescale_apply(&qx, from_x[k])),
+                                              nn2c_sat_i16(nn2c_rescale_apply(&qh, from_h[k])));
                 }
             }
         }
@@ -107,13 +107,13 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
             if (p->bias[g]) {
                 acc += p->bias[g][j];
             }
-            const int32_t from_x = nn2c_lstm_sat16(nn2c_mbqm_i64(acc, p->input_multiplier[g], (int)p->input_shift[g]));
+            const int32_t from_x = nn2c_sat_i16(nn2c_mbqm_i64(acc, p->input_multiplier[g], (int)p->input_shift[g]));
             acc = 0;
             for (int32_t d = 0; d < n; ++d) {
                 acc += ((int32_t)wh[d] + p->recurrent_weight_offset[g]) * ((int32_t)h[r * n + d] + p->hidden_offset);
             }
             const int32_t from_h =
-                nn2c_lstm_sat16(nn2c_mbqm_i64(acc, p->recurrent_multiplier[g], (int)p->recurrent_shift[g]));
+                nn2c_sat_i16(nn2c_mbqm_i64(acc, p->recurrent_multiplier[g], (int)p->recurrent_shift[g]));
             out[r * n + j] = nn2c_lstm_activate(g, from_x, from_h);
         }
     }
@@ -144,10 +144,10 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
             GATE(2, rows, x, h, cell_gate);                                                          \
             for (int32_t k = 0; k < count; ++k) {                                                    \
                 /* c = sat(f*c requantised + i*g requantised), as two int16 Muls and an add */        \
-                int32_t kept = nn2c_lstm_sat16(nn2c_rescale_apply(&forget_cell, (int32_t)forget_gate[k] * c[k])); \
+                int32_t kept = nn2c_sat_i16(nn2c_rescale_apply(&forget_cell, (int32_t)forget_gate[k] * c[k])); \
                 int32_t added =                                                                      \
-                    nn2c_lstm_sat16(nn2c_rescale_apply(&input_cell, (int32_t)input_gate[k] * cell_gate[k])); \
-                int32_t value = nn2c_lstm_sat16(kept + added);                                       \
+                    nn2c_sat_i16(nn2c_rescale_apply(&input_cell, (int32_t)input_gate[k] * cell_gate[k])); \
+                int32_t value = nn2c_sat_i16(kept + added);                                       \
                 if (p->use_cell_clip) {                                                              \
                     value = nn2c_clamp_i32(value, -p->cell_clip, p->cell_clip);                      \
                 }                                                                                    \

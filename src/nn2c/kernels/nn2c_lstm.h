@@ -21,16 +21,6 @@ NN2C_INLINE int32_t nn2c_lstm_asr(int32_t x, int n) {
     return x >= 0 ? (x >> n) : ~((~x) >> n);
 }
 
-/* saturate to int16 (one SSAT where the core has it) */
-NN2C_INLINE int32_t nn2c_lstm_sat16(int32_t x) {
-#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
-    int32_t y;
-    __asm__("ssat %0, #16, %1" : "=r"(y) : "r"(x));
-    return y;
-#else
-    return nn2c_clamp_i32(x, -32768, 32767);
-#endif
-}
 
 /* TFLite reference_integer_ops::Logistic on int16 with input_multiplier 0 and shift 0 (the LSTM's
  * call): input Q3.12 scaled by 3 (range [-8, 8] onto the table's [-10.7, 10.7]), output Q0.15. */
