@@ -943,7 +943,9 @@ NN2C_INLINE int32_t nn2c_simd_dot_s8(const int8_t *a, const int8_t *b, int32_t n
     return sum;
 }
 
-/* Four rows at a time, one input vector per 16 values (VMLADAVA, the last vector predicated). */
+/* Four rows at a time, one input vector per 16 values (VMLADAVA, the last vector predicated): the loop
+ * of nn2c_fc_s8_sums_simd started from init (a shared inline helper changed GCC 12's code for that
+ * kernel, which row-streamed models count on). */
 void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                   const int32_t *init, int32_t *acc) {
     const int8_t *w = (const int8_t *)weights + first * depth;
