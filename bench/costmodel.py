@@ -7,8 +7,8 @@ TFLM, the 4 MiB memory map where the standard one is too small) are joined with 
 nn2c.profile for the same model and core (the same compile stages, so the same steps). Per core:
 - per operator + kernel functions (e.g. CONV_2D:nn2c_conv_s8_simd), per kernel functions alone,
   per operator type and over all steps (the fallbacks, most specific first): instructions =
-  a*MACs + b*patch elements (MACs / output channels) + c*output elements + d*input elements
-  + e*output pixels + f, fitted by non-negative least squares on relative error (each row divided
+  a*MACs + b*patch elements (MACs / output channels) + c*window taps (output pixels * kh * kw of a
+  convolution or pooling) + d*output elements + e*input elements + f*output pixels + g, fitted by non-negative least squares on relative error (each row divided
   by its measured count); a model of models/ whose default schedule runs row groups is measured
   layer by layer too, so that every one of its operators is a sample of its kernel whatever the
   schedule (add_layer_samples);
@@ -174,8 +174,8 @@ def _step_json(step: StepProfile) -> dict[str, Any]:
 def _as_step(row: dict[str, Any]) -> StepProfile:
     f = row["features"]
     return StepProfile(row["step"], row["op"], "", [], row["kernels"], int(f["macs"]), int(f["output_elements"]),
-                       int(f["input_elements"]), int(f["output_pixels"]), 0, members=row["members"],
-                       has_code=row["has_code"])
+                       int(f["input_elements"]), int(f["output_pixels"]), 0,
+                       window_taps=int(f.get("window_taps", 0)), members=row["members"], has_code=row["has_code"])
 
 
 def _fit_linear(samples: list[tuple[dict[str, float], float]]) -> dict[str, float]:
@@ -360,7 +360,7 @@ def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds:
         "## Cost model: predicted against measured instructions",
         "",
         "`nn2c profile` predicts instructions per step from a linear model per operator and kernel function",
-        "(MACs, patch elements = MACs / output channels, output and input elements, output pixels, a constant;",
+        "(MACs, patch elements = MACs / output channels, window taps = output pixels * kh * kw of a convolution or pooling, output and input elements, output pixels, a constant;",
         "row groups: a factor on their members' sum, their ring-buffer moves included) fitted by `bench/costmodel.py`",
         "against the QEMU instruction counts of `nn2c bench` (one seeded input, outputs checked against TFLM) of every",
         "network below (a model whose default runs row groups measured layer by layer too, for the kernels' samples);",

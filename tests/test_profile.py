@@ -135,6 +135,21 @@ def test_cost_model_predicts_qemu_counts(model, target):
         (s.step, s.op, round(s.predicted[target]), by_step.get(s.step)) for s in prof.steps]
 
 
+def test_window_taps_count_each_output_pixels_filter_taps():
+    """The cost model's window_taps feature: output pixels x kh x kw of every convolution and pooling
+    window (kws: a 10x4 first convolution on 25x5 outputs, 3x3 depthwise layers, a 25x5 average pool),
+    0 for the other operators."""
+    graph = load_model(model_path("mlcommons_tiny/kws_ref_model.tflite"))
+    prof = profile(graph, target="cortex-m4", options=CompileOptions(schedule="layer"))
+    taps = {s.op: set() for s in prof.steps}
+    for s in prof.steps:
+        taps[s.op].add((s.window_taps, s.output_pixels))
+    assert taps["CONV_2D"] == {(125 * 40, 125), (125, 125)}  # the first 10x4, then the 1x1 convolutions
+    assert taps["DEPTHWISE_CONV_2D"] == {(125 * 9, 125)}
+    assert taps["AVERAGE_POOL_2D"] == {(125, 1)}
+    assert all(s.window_taps == 0 for s in prof.steps if s.op in ("FULLY_CONNECTED", "SOFTMAX", "RESHAPE"))
+
+
 def test_profile_counts_the_relocations_the_code_makes():
     """The bytes the profile's invoke overhead charges for relocations are the ones the generated code
     moves (kws at the default schedule undoes in-place drift four times)."""

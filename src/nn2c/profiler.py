@@ -12,7 +12,8 @@ flash arrays the steps' code names, as render keeps them). What is estimated, an
 
 The cost model: for each operator with the kernel functions its step calls (CONV_2D with
 nn2c_conv_s8_simd, ...) and each core, instructions = a*MACs + b*patch elements (MACs / output
-channels) + c*output elements + d*input elements + e*output pixels + f. A kernel the fit has not
+channels) + c*window taps (output pixels * kh * kw) + d*output elements + e*input elements + f*output
+pixels + g. A kernel the fit has not
 seen with this operator falls back to the kernel's fit over all operators, then to the operator's,
 then to the core's overall fit. A row group (several operators run a few rows at a time) costs a
 fitted factor times the sum of its members' predictions plus a constant.
@@ -44,8 +45,10 @@ from nn2c.options import CompileOptions
 from nn2c.target import TARGETS, Target, get_target
 
 # patch_elements = MACs / output channels: a convolution's im2col patch bytes over all output pixels
-# (kh * kw * input channels per pixel), which costs per pixel whatever the output channels
-FEATURES = ("macs", "patch_elements", "output_elements", "input_elements", "output_pixels", "one")
+# (kh * kw * input channels per pixel), which costs per pixel whatever the output channels;
+# window_taps = output pixels * kh * kw of a convolution or pooling window: the im2col copies and tap
+# tables cost per tap whatever its channels (a first 3x3 convolution of 3 channels copies 9 taps of 3 bytes)
+FEATURES = ("macs", "patch_elements", "window_taps", "output_elements", "input_elements", "output_pixels", "one")
 COST_MODEL_FILE = "cost_model.json"
 ESTIMATE_NOTE = ("instructions are predicted by a per-kernel cost model fitted against QEMU counts; code bytes "
                  "and latency are estimates (latency = instructions x assumed cycles per instruction / clock)")
@@ -63,6 +66,7 @@ class StepProfile:
     input_elements: int
     output_pixels: int
     weight_bytes: int
+    window_taps: int = 0  # output pixels * window taps (convolutions and pooling; FEATURES)
     predicted: dict[str, float] = field(default_factory=dict)  # core -> instructions
     # a row group's operators, or a run-time WHILE's (one iteration: condition and body):
     # {"op", "kernel", "features"} each, predicted one by one
@@ -71,7 +75,7 @@ class StepProfile:
 
     def features(self) -> dict[str, float]:
         return {"macs": self.macs, "output_elements": self.output_elements, "input_elements": self.input_elements,
-                "output_pixels": self.output_pixels, "one": 1.0}
+                "output_pixels": self.output_pixels, "window_taps": self.window_taps, "one": 1.0}
 
     def as_dict(self) -> dict[str, Any]:
         return {"step": self.step, "op": self.op, "name": self.name, "ops": self.ops, "kernels": self.kernels,
@@ -245,9 +249,23 @@ def node_features(node: Node) -> tuple[int, int, int, int]:
     return macs(node), _elements(node.outputs), _elements(node.inputs), _pixels(node.outputs)
 
 
+def window_taps(node: Node) -> int:
+    """Output pixels * kh * kw of a 2-D convolution (its [O, kh, kw, I] filter) or pooling window, else 0."""
+    if node.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        w = node.input(1)
+        shape = w.type.shape if w is not None else ()
+        taps = int(shape[1]) * int(shape[2]) if len(shape) == 4 else 0
+    elif node.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        taps = int(node.attrs.get("filter_height", 1)) * int(node.attrs.get("filter_width", 1))
+    else:
+        return 0
+    return _pixels(node.outputs) * taps
+
+
 def _feature_dict(node: Node) -> dict[str, float]:
     mac, out, inp, pix = node_features(node)
-    return {"macs": mac, "output_elements": out, "input_elements": inp, "output_pixels": pix, "one": 1.0}
+    return {"macs": mac, "output_elements": out, "input_elements": inp, "output_pixels": pix,
+            "window_taps": window_taps(node), "one": 1.0}
 
 
 def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int, NodeCode]) -> StepProfile:
@@ -267,7 +285,7 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
     mac, out, inp, pix = node_features(step)
     has_code = bool(code.statements)
     return StepProfile(index, step.op, step.name, [step.index], kernels, mac, out, inp, pix, _weights(step),
-                       has_code=has_code)
+                       window_taps=window_taps(step), has_code=has_code)
 
 
 def node_instructions(core: str, codes: list[NodeCode]) -> list[float] | None:
@@ -307,7 +325,7 @@ def feature_values(features: dict[str, float]) -> dict[str, float]:
     """The cost model's features of a step, the derived ones (patch_elements) included."""
     out = features["output_elements"]
     patch = features["macs"] * features["output_pixels"] / out if out else 0.0
-    return {**features, "patch_elements": patch}
+    return {"window_taps": 0.0, **features, "patch_elements": patch}  # (measurements saved before window_taps)
 
 
 def _linear(coefficients: dict[str, float], features: dict[str, float]) -> float:
