@@ -119,22 +119,25 @@ NN2C_INLINE int32_t nn2c_clamp_i32(int32_t x, int32_t lo, int32_t hi) {
 }
 
 /* nn2c_clamp_i32 to int8 / int16: one SSAT where the core has it (GCC 12 does not find it). */
+NN2C_INLINE int32_t nn2c_sat_i8(int32_t x) {
 #if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
-#define NN2C_SAT_FUNCTION(NAME, BITS, LO, HI)                      \
-    NN2C_INLINE int32_t NAME(int32_t x) {                          \
-        int32_t y;                                                 \
-        __asm__("ssat %0, #" #BITS ", %1" : "=r"(y) : "r"(x));     \
-        return y;                                                  \
-    }
+    int32_t y;
+    __asm__("ssat %0, #8, %1" : "=r"(y) : "r"(x));
+    return y;
 #else
-#define NN2C_SAT_FUNCTION(NAME, BITS, LO, HI) \
-    NN2C_INLINE int32_t NAME(int32_t x) {     \
-        return nn2c_clamp_i32(x, LO, HI);     \
-    }
+    return nn2c_clamp_i32(x, -128, 127);
 #endif
-NN2C_SAT_FUNCTION(nn2c_sat_i8, 8, -128, 127)
-NN2C_SAT_FUNCTION(nn2c_sat_i16, 16, -32768, 32767)
-#undef NN2C_SAT_FUNCTION
+}
+
+NN2C_INLINE int32_t nn2c_sat_i16(int32_t x) {
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    int32_t y;
+    __asm__("ssat %0, #16, %1" : "=r"(y) : "r"(x));
+    return y;
+#else
+    return nn2c_clamp_i32(x, -32768, 32767);
+#endif
+}
 
 NN2C_INLINE float nn2c_clamp_f32(float x, float lo, float hi) {
     return x < lo ? lo : (x > hi ? hi : x);
