@@ -31,7 +31,7 @@ from nn2c.ir.cost import macs
 from nn2c.memory.arena import Planned, plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
-from nn2c.memory.rows import Member, inplace_distance, simulate
+from nn2c.memory.rows import Member, Trace, inplace_distance, simulate, trace_loop
 
 MAX_GROUP = 16  # operators in one group
 AUTO_OVERHEAD = 0.05  # auto: added cost at most this fraction of the model's estimated cost
@@ -369,10 +369,12 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             for prepared in variants:
                 blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
                 for block in sorted(blocks):
-                    occupancy: list[int] | None = None
+                    try:  # the loop's calls whatever the windows' slack: traced once per block
+                        trace = trace_loop(prepared.members, block)
+                    except AssertionError:
+                        continue
                     for slack in SLACKS:
-                        group = _build(prepared, slack, block, lifetimes, last, inplace, occupancy)
-                        occupancy = group.sim.occupancy if group is not None else None
+                        group = _build(prepared, slack, trace, lifetimes, last, inplace)
                         if group is None:
                             break
                         option = _option(group, first, last, lifetimes)
@@ -471,11 +473,11 @@ def _prepare(run: list[StreamOp], alias_allowed: bool = True) -> _Prepared:
     return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
 
 
-def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
-           inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
+def _build(prepared: _Prepared, slack: int, trace: Trace, lifetimes: _Lifetimes, last: int,
+           inplace: bool) -> RowGroup | None:
     members = prepared.members
     try:
-        sim = simulate(members, slack, block, occupancy)
+        sim = simulate(members, slack, trace.sim.block, trace)
     except AssertionError:
         return None
     # the options share the prepared lists: no step of the schedule or the code writes to them

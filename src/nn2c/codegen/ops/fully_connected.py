@@ -90,7 +90,6 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             layout = sparse_plan(ctx, rows, batches)
             if layout is not None:
                 ctx.use_kernel("sparse")
-                ctx.use_kernel("conv")  # nn2c_sparse.h includes nn2c_conv.h (geometry)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
                     "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
                                        act_max, one_row=batches < 4),
@@ -102,7 +101,6 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         if simd_layout(ctx) and constant:
             # Cortex-M: the input offset folded into the bias, the filter re-laid out (nn2c_simd.c)
             ctx.use_kernel("simd")
-            ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
             per_channel = real if len(real) > 1 else real * output_depth
             fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),

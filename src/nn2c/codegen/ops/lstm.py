@@ -110,8 +110,6 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
     clip = float(node.attrs.get("cell_clip", 0.0))
     weight_type, bias_type = weights[0].type.dtype, biases[0].type.dtype
     ctx.use_kernel("lstm")
-    ctx.use_kernel("simd")  # the int8 gates' sums (nn2c_lstm.c includes nn2c_simd.h)
-    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
 
     if x.type.dtype == "float32":
         if weight_type != "float32" or bias_type != "float32" or cell.type.dtype != "float32":

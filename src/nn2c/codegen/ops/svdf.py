@@ -65,8 +65,6 @@ def svdf(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("SVDF weights and bias must be constant")
     dims = _check_shapes(ctx, x, wf, wt, bias, state, out, int(node.attrs.get("rank", 1)))
     ctx.use_kernel("svdf")
-    ctx.use_kernel("simd")  # the int8 feature sums and time dots (nn2c_svdf.c includes nn2c_simd.h)
-    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
     dtypes = (x.type.dtype, wf.type.dtype, wt.type.dtype, state.type.dtype, bias.type.dtype, out.type.dtype)
 
     if dtypes[0] == "int8":
