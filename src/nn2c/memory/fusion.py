@@ -377,7 +377,7 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                         group = _build(prepared, slack, trace, lifetimes, last, inplace)
                         if group is None:
                             break
-                        option = _option(group, first, last, lifetimes)
+                        option = _option(group, first, last, lifetimes, prepared.facts)
                         if not prepared.bands_only:
                             options.append(option)
                         # a band's windows are at least 1/max(BAND_COUNTS) of the rows' windows
@@ -393,7 +393,7 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                                     variants.append(plain)
                             if prepared.alias is None:
                                 banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes,
-                                                  mac_cost)
+                                                  prepared.facts, mac_cost)
                                           for b in banding)
                                 # (never in place, never cheaper: only a lower peak makes one worth choosing)
                                 options += [o for o in banded if o.peak < option.peak]
@@ -452,6 +452,7 @@ class _Prepared:
     outside: list[Value]
     scratch_region: int
     scratch_offsets: list[list[int]]
+    facts: list[tuple[int, int]]  # per member: (MACs, output pixels), asked by every option
     feed: bool = False  # the first member hands the accumulating sink a few pixels at a time (RowGroup.feed)
     bands_only: bool = False  # the members without their sink alias: weighed in column bands only
 
@@ -470,7 +471,8 @@ def _prepare(run: list[StreamOp], alias_allowed: bool = True) -> _Prepared:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
     region, offsets = _kernel_scratch(run)
-    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
+    facts = [(macs(op.node), max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)) for op in run]
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, facts)
 
 
 def _build(prepared: _Prepared, slack: int, trace: Trace, lifetimes: _Lifetimes, last: int,
@@ -511,7 +513,8 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     return region, offsets
 
 
-def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, mac_cost: float = MAC_COST) -> Option:
+def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, facts: list[tuple[int, int]],
+            mac_cost: float = MAC_COST) -> Option:
     sink = group.outputs[0]
     live = lifetimes.alive_entering(first, last) + sink.type.num_bytes + sum(group.scratch)
     saving, drift = 0, 0
@@ -526,18 +529,17 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, mac_c
     if group.bands is not None:  # every band runs the loop: its calls, halo MACs and copies
         cost += group.bands.recomputed_macs * mac_cost
         cost += copied_bytes(group.bands, group.ops, group.sim.member_calls) * MOVE_COST
-    for op, per_band in zip(group.ops, group.sim.member_calls, strict=True):
+    for op, per_band, (op_macs, pixels) in zip(group.ops, group.sim.member_calls, facts, strict=True):
         calls = per_band * bands
-        pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
         # each extra call: its set-up, and (an odd number of pixels per call) a last pixel that misses
         # the SIMD kernels' pixel pairs
         odd = round(pixels / max(calls, 1)) % 2
-        cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * macs(op.node) / pixels)
+        cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * op_macs / pixels)
         if op.kind == "accumulate" and group.feed:  # no calls of its own: the convolution sums its pixels
             made = group.ops[0].output
             channels = made.type.shape[-1]
             feeds = -(-made.type.num_elements // (feed_pixels(channels) * channels))
-            cost += ACCUMULATE_COST * macs(op.node) + FEED_COST * feeds - (calls - 1) * CALL_COST
+            cost += ACCUMULATE_COST * op_macs + FEED_COST * feeds - (calls - 1) * CALL_COST
         elif op.kind == "accumulate" and op.function == "nn2c_fc_s8_simd":
-            cost += ACCUMULATE_COST * macs(op.node)  # the sums cannot use the SIMD kernel's filter layout
+            cost += ACCUMULATE_COST * op_macs  # the sums cannot use the SIMD kernel's filter layout
     return Option(first, last, live - saving, cost, group, drift, saving)

@@ -38,7 +38,7 @@ from nn2c.codegen.ops.common import (
 )
 from nn2c.codegen.ops.matmul import conv_f32_runtime_filter
 from nn2c.ir import Node, Value
-from nn2c.quant.fixedpoint import quantize_multiplier
+from nn2c.quant.fixedpoint import quantize_multipliers
 
 LANES = 8  # output channels per float block (NN2C_CONV_LANES)
 
@@ -224,16 +224,16 @@ def requant_rounding(shifts: np.ndarray) -> np.ndarray:
     """Per channel 2^30 + 2^(30 - shift) and that - 2^31 (for negative accumulators) when shift < 0,
     else 0, 0: both roundings of TFLite's MultiplyByQuantizedMultiplier in one 64-bit constant
     (nn2c_simd_requant)."""
-    pairs = [((1 << 30) + (1 << (30 - int(s))), (1 << 30) + (1 << (30 - int(s))) - (1 << 31)) if s < 0 else (0, 0)
-             for s in shifts]
-    return np.array(pairs, dtype=np.int64).reshape(-1)
+    shift = np.asarray(shifts, dtype=np.int64).reshape(-1)
+    negative = shift < 0  # (quantize_multiplier's shifts are >= -31: 2^61 at most)
+    up = np.where(negative, (1 << 30) + np.left_shift(np.int64(1), np.where(negative, 30 - shift, 0)), 0)
+    down = np.where(negative, up - (1 << 31), 0)
+    return np.stack([up, down], axis=1).reshape(-1).astype(np.int64)
 
 
 def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str]:
     """Q31 multipliers, shifts and roundings, zero-padded to whole groups of 4 channels."""
-    pairs = [quantize_multiplier(m) for m in real]
-    mantissas = pad_channels(np.array([m for m, _ in pairs], dtype=np.int32))
-    shifts = pad_channels(np.array([s for _, s in pairs], dtype=np.int32))
+    mantissas, shifts = (pad_channels(a) for a in quantize_multipliers(real))
     return (ctx.const_array(mantissas, "int32_t", "output multipliers"),
             ctx.const_array(shifts, "int32_t", "output shifts"),
             ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
@@ -261,7 +261,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
 
 def _real_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
     in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    return [float(in_scale * np.float64(s) / out_scale) for s in filter_scales]
+    return (in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist()  # the same IEEE steps
 
 
 def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:
@@ -479,12 +479,12 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     assert lanes is not None, f"{ctx.target.name} has no depthwise SIMD kernel"
     data = np.asarray(w.data, dtype=np.int8).reshape(-1, geom.out_c)  # [taps][channels]
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
-    pairs = [quantize_multiplier(m) for m in real]
+    mantissas, shifts = quantize_multipliers(real)
     bias_data = None if bias is None else np.asarray(bias.data)
     per_channel = {
         "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, min(lanes, 8)),
-        "multipliers": pad_channels(np.array([m for m, _ in pairs], dtype=np.int32), min(lanes, 8)),
-        "shifts": pad_channels(np.array([s for _, s in pairs], dtype=np.int32), min(lanes, 8)),
+        "multipliers": pad_channels(mantissas, min(lanes, 8)),
+        "shifts": pad_channels(shifts, min(lanes, 8)),
     }
     if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
