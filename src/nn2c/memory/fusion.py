@@ -21,6 +21,7 @@ cost), and a RAM budget (the cheapest grouping that fits).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from nn2c.codegen.bands import BAND_COUNTS, Bands, copied_bytes, plan_bands
@@ -105,24 +106,30 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     base_cost = _layer_cost(nodes, codes, ctx)
     layer_steps: list[Node | RowGroup] = list(nodes)
     memo: dict[int, Planned] = {}
-    layer_planner = planner if policy == "layer" else "exact"
-    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo, layer_planner)
-    layer_cost = layer_moved * MOVE_COST
     if policy == "layer" or not nodes:
-        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
-                      planned=memo.get(id(layer_steps)))
+        layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo, planner)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_moved * MOVE_COST, base_cost,
+                      [(layer_ram, layer_moved * MOVE_COST)], policy, planned=memo.get(id(layer_steps)))
     # instructions per MAC layer by layer: what a recomputed MAC of a column band's halo costs
     mac_cost = base_cost / max(sum(macs(n) for n in nodes), 1)
-    groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
+    # the layer-by-layer plan (an integer program: HiGHS releases the GIL) is solved on a second thread
+    # while this one weighs the groups; neither writes what the other reads
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        layer_plan = pool.submit(_measure, graph, codes, aliases, layer_steps, inplace, time_limit, memo, "exact")
+        groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
+        layer_ram, layer_moved = layer_plan.result()
+    layer_cost = layer_moved * MOVE_COST
     if not groups:  # nothing streams: layer by layer is the only schedule
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
+    kept = _undominated(groups)
     for sharing in (True, False):
-        options = _single_options(graph, codes, aliases, inplace and sharing) + groups
+        singles = _single_options(graph, codes, aliases, inplace and sharing)
+        options = singles + kept
         on_curve = {level for level, _ in _curve(len(nodes), options)}
         least = min(on_curve, default=0)
-        near = sorted({o.peak for o in options if least <= o.peak <= least * 1.1})  # where chains of
+        near = sorted({o.peak for o in singles + groups if least <= o.peak <= least * 1.1})  # where chains of
         near = near[:: max(1, len(near) // NEAR_LEVELS)]  # offsets can decide the least RAM
         levels = sorted(set(near) | on_curve)
         for level in levels:
@@ -259,6 +266,21 @@ def _front(covers: list[tuple[int, float, int, float]]) -> list[tuple[int, float
     for cover in sorted(covers):  # (a later cover of the same peak is ranked no better: dropped here)
         if not kept or cover[1:3] < kept[-1][1:3]:
             kept.append(cover)
+    return kept
+
+
+def _undominated(options: list[Option]) -> list[Option]:
+    """The options without those an earlier option of the same steps beats or equals in peak, cost and
+    offset: the programmes below never pick them (at any level the earlier one is allowed too, and on
+    equal sums the earlier one wins), and there are thousands of options on an MCUNet-size model."""
+    kept: list[Option] = []
+    by_span: dict[tuple[int, int], list[Option]] = {}
+    for o in options:
+        earlier = by_span.setdefault((o.first, o.last), [])
+        if any(e.peak <= o.peak and e.cost <= o.cost and e.drift <= o.drift for e in earlier):
+            continue
+        earlier.append(o)
+        kept.append(o)
     return kept
 
 

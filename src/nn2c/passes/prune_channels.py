@@ -229,9 +229,9 @@ def _constant_channels(graph: Graph) -> dict[int, dict[int, int]]:
             rows = _channel_rows(node)
             inputs = known.get(id(x), {})
             padded = _reads_padding(node)
-            found = {}
+            found: dict[int, int] = {}
             zp = _zp(x)
-            used = rows.any(axis=1)  # [out, in]: the input channels each output's filter reads
+            used: np.ndarray = np.asarray(rows.any(axis=1))  # [out, in]: the input channels each filter reads
             if node.op == "DEPTHWISE_CONV_2D":  # output o reads input channel o alone
                 reads = used[:, 0]
                 constant = np.array([o in inputs for o in range(rows.shape[0])], dtype=bool)
@@ -252,9 +252,9 @@ def _constant_channels(graph: Graph) -> dict[int, dict[int, int]]:
             bias_data = np.asarray(bias.data).reshape(-1) if bias is not None else None
             for o in np.flatnonzero(ok):
                 acc = int(bias_data[o]) if bias_data is not None else 0
-                k = _requantize(node, int(o), acc + int(sums[o]))
-                if k is not None:
-                    found[int(o)] = k
+                constant_out = _requantize(node, int(o), acc + int(sums[o]))
+                if constant_out is not None:
+                    found[int(o)] = constant_out
             if found:
                 known[id(out)] = found
         elif _pass_through(node) and _is_int8(out):
