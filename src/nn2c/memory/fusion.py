@@ -127,6 +127,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     for sharing in (True, False):
         singles = _single_options(graph, codes, aliases, inplace and sharing)
         options = singles + kept
+        covers = _Covers(options)
         on_curve = {level for level, _ in _curve(len(nodes), options)}
         least = min(on_curve, default=0)
         near = sorted({o.peak for o in singles + groups if least <= o.peak <= least * 1.1})  # where chains of
@@ -137,7 +138,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
             # with the least in-place offsets (chains of them add up in the arena, which the per-step
             # estimate cannot see)
             for drift_cost in ((1e-3, 1e3) if level in on_curve else (1e3,)):
-                picked = _cheapest(len(nodes), options, level, drift_cost)
+                picked = _cheapest(len(nodes), covers, level, drift_cost)
                 if not picked:
                     continue
                 key = tuple((o.first, o.last, id(o.group)) for o in picked)
@@ -284,36 +285,48 @@ def _undominated(options: list[Option]) -> list[Option]:
     return kept
 
 
-def _cheapest(count: int, options: list[Option], level: int, drift_cost: float = 1e-3) -> list[Option]:
+def _cheapest(count: int, options: list[Option] | _Covers, level: int, drift_cost: float = 1e-3) -> list[Option]:
     """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none);
     `drift_cost` per byte of in-place offset (1e-3: a tie-break; large: the least offset first)."""
-    ending: dict[int, list[Option]] = {}
-    for o in options:
-        if o.peak <= level:
-            ending.setdefault(o.last, []).append(o)
-    start: tuple[float, int, Option | None] = (0.0, 0, None)
-    best = [start] + [(float("inf"), 0, None)] * count
+    covers = options if isinstance(options, _Covers) else _Covers(options)
+    inf = float("inf")
+    best_sum = [0.0] + [inf] * count
+    best_groups = [0] * (count + 1)
+    best_option: list[Option | None] = [None] * (count + 1)
     for end in range(count):
-        for o in ending.get(end, []):
-            before = best[o.first][0]
-            if before == float("inf"):
+        at = end + 1
+        for peak, first, cost, drift, grouped, o in covers.ending.get(end, ()):
+            if peak > level:
+                continue
+            before = best_sum[first]
+            if before == inf:
                 continue
             # ties: fewer groups (simpler code), then deterministic by position
             # in-place offsets of consecutive steps add up in the arena (the per-step bound misses it):
             # between equal estimates, prefer the smaller ones
-            key = (before + o.cost + drift_cost * o.drift, best[o.first][1] + (o.group is not None))
-            if key < best[end + 1][:2]:
-                best[end + 1] = (key[0], key[1], o)
-    if best[count][0] == float("inf"):
+            total, groups = before + cost + drift_cost * drift, best_groups[first] + grouped
+            if (total, groups) < (best_sum[at], best_groups[at]):
+                best_sum[at], best_groups[at], best_option[at] = total, groups, o
+    if best_sum[count] == inf:
         return []
     picked: list[Option] = []
     at = count
     while at > 0:
-        chosen = best[at][2]
+        chosen = best_option[at]
         assert chosen is not None
         picked.append(chosen)
         at = chosen.first
     return picked[::-1]
+
+
+class _Covers:
+    """The options by the step they end at, in their order, as plain tuples (peak, first, cost, drift,
+    grouped, option): _cheapest runs over them at every level weighed."""
+
+    def __init__(self, options: list[Option]) -> None:
+        self.ending: dict[int, list[tuple[int, int, float, int, int, Option]]] = {}
+        for o in options:
+            self.ending.setdefault(o.last, []).append((o.peak, o.first, o.cost, o.drift, int(o.group is not None), o))
 
 
 def _single_options(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool) -> list[Option]:

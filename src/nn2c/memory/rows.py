@@ -114,6 +114,8 @@ def _slide(trace: Trace, capacity: list[int], members: list[Member]) -> int:
     moved to the front) only when the call's rows do not fit behind its first row."""
     first = [0] * len(members)
     last = len(members) - 1
+    if all(capacity[j] >= members[j].out_rows for j in range(last)):
+        return 0  # every window holds its whole tensor: nothing slides, no row is dropped
     moved = 0
     for j, q0, q1, low, reads in trace.calls:
         if j < last and q1 - first[j] > capacity[j]:
@@ -170,6 +172,8 @@ def trace_loop(members: list[Member], block: int = 1) -> Trace:
         for j in range(n):
             q0 = done[j]
             q1 = need[j]
+            if q1 <= q0:  # nothing asked of it this iteration (the reads below only lower q1)
+                continue
             if q1 > q0 + step[j]:
                 q1 = q0 + step[j]
             for source, stride, pad, span, in_rows in inner_reads[j]:
@@ -190,14 +194,14 @@ def trace_loop(members: list[Member], block: int = 1) -> Trace:
                             low = lo if lo > 0 else 0
                 if q1 - low > occupancy[j]:
                     occupancy[j] = q1 - low
-            lowest = []
+            lowest: tuple[tuple[int, int], ...] = ()
             for source, stride, pad, span, in_rows in inner_reads[j]:
                 hi = (q1 - 1) * stride - pad + span
                 assert hi <= done[source] or in_rows <= done[source], \
                     f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
                 lo = q0 * stride - pad
-                lowest.append((source, lo if lo > 0 else 0))
-            made.append((j, q0, q1, low, tuple(lowest)))
+                lowest += ((source, lo if lo > 0 else 0),)
+            made.append((j, q0, q1, low, lowest))
             for tensor, stride, pad in outer_reads[j]:
                 lo = q0 * stride - pad
                 reads.append((calls, tensor, lo if lo > 0 else 0, own_row[j]))
