@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -26,6 +27,7 @@ from nn2c.targets.footprint import measure
 from tests.conftest import model_path
 from tests.test_op_lstm import _build as _lstm_model_bytes
 from tests.test_op_svdf import _int8_svdf as _svdf_model_bytes
+from tests.tflite_builder import ModelBuilder
 
 
 @pytest.fixture(autouse=True)
@@ -171,6 +173,36 @@ def test_recurrent_row_sums_on_odd_shapes(target, tmp_path):
         report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / name)
         assert report.reference == "tflm" and report.passed(), (name, [c.__dict__ for c in report.comparisons])
         assert all(c.max_abs_diff == 0 for c in report.comparisons), name
+
+
+@pytest.mark.parametrize(("target", "optimize"), [("cortex-m4", "speed"), ("cortex-m4", "size"),
+                                                ("cortex-m55", "size")])
+def test_fully_connected_row_sums_of_optimize_in_qemu(target, optimize, tmp_path):
+    """--optimize speed (the Arm DSP's int16 filter, assembly row sums) and size (int8 rows interleaved by
+    4 on the DSP, as stored on Helium) in QEMU: a per-tensor layer of 3 batches with a depth tail and 18
+    units (a 16-row chunk and a partial group), then a per-channel one of 33 units; bit-exact with TFLM,
+    and the size build's weights no more than the filters and biases themselves."""
+    rng = np.random.default_rng(17)
+    b = ModelBuilder()
+    x = b.tensor("int8", (3, 37), scale=0.05, zero_point=-7)
+    w1 = b.tensor("int8", (18, 37), scale=0.01, zero_point=0, data=rng.integers(-127, 128, (18, 37)))
+    b1 = b.tensor("int32", (18,), scale=5e-4, zero_point=0, data=rng.integers(-3000, 3000, 18))
+    h = b.tensor("int8", (3, 18), scale=0.1, zero_point=4)
+    b.op("FULLY_CONNECTED", [x, w1, b1], [h], {"fused_activation_function": "RELU"})
+    w2 = b.tensor("int8", (33, 18), scale=list(rng.uniform(0.002, 0.02, 33)), zero_point=[0] * 33,
+                  data=rng.integers(-127, 128, (33, 18)))
+    b2 = b.tensor("int32", (33,), scale=1e-3, zero_point=0, data=rng.integers(-3000, 3000, 33))
+    y = b.tensor("int8", (3, 33), scale=0.2, zero_point=-3)
+    b.op("FULLY_CONNECTED", [h, w2, b2], [y], {"fused_activation_function": "NONE"})
+    path = tmp_path / "fc2.tflite"
+    path.write_bytes(b.build([x], [y]))
+    options = CompileOptions(target=target, optimize=optimize)
+    report = bench_model(path, target=target, count=3, seed=4, workdir=tmp_path / "fc2", options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert {tuple(layer.calls) for layer in report.layers} == {("nn2c_fc_s8_rows",)}, report.layers
+    if optimize == "size":  # filters, biases, 33 multipliers and shifts; 6 arrays aligned to 16
+        assert report.footprint.flash_weights <= 18 * 37 + 33 * 18 + 4 * (18 + 33) + 8 * 33 + 6 * 15
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -64,9 +64,11 @@ class NodeCode:
 
 
 class EmitContext:
-    def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto") -> None:
+    def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto",
+                 optimize: str = "balanced") -> None:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
+        self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)

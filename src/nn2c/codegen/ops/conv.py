@@ -202,6 +202,22 @@ def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
 
 
+def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
+    """A constant [rows, depth] int8 matrix as nn2c_sums_s8_narrow reads it, in exactly rows x depth
+    bytes: on the Arm DSP each whole group of 4 rows per 4 inputs [4 rows][4 int8] then [4 rows][depth % 4],
+    the last rows % 4 rows as they are; elsewhere the rows as they are."""
+    rows = np.ascontiguousarray(np.asarray(rows, dtype=np.int8))
+    count, depth = rows.shape
+    if not ctx.target.row_sums_int16:
+        return ctx.const_array(rows.reshape(-1), "int8_t", comment)
+    words, whole = depth // 4, count // 4 * 4
+    groups = rows[:whole].reshape(-1, 4, depth)  # [group][row][depth]
+    body = groups[:, :, :4 * words].reshape(-1, 4, words, 4).transpose(0, 2, 1, 3)
+    tail = groups[:, :, 4 * words:]
+    packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
+    return ctx.const_array(np.concatenate([packed.reshape(-1), rows[whole:].reshape(-1)]), "int8_t", comment)
+
+
 def folded_bias(bias: np.ndarray | None, rows: np.ndarray, input_offset: int, channels: int,
                 pad_to: int = 4) -> np.ndarray:
     """bias + input_offset * sum(filter row) per channel, wrapped to int32 as the kernels' sums are,
