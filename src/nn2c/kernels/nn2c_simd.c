@@ -982,15 +982,25 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
                   const int32_t *init, int32_t *acc) {
     const int8_t *w = (const int8_t *)weights + first * depth;
     int32_t r = 0;
+    const int32_t whole = depth & ~15;
     for (; r + 4 <= rows; r += 4, w += 4 * depth) {
         int32_t s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
-        for (int32_t d = 0; d < depth; d += 16) {
+        const int8_t *w1 = w + depth, *w2 = w1 + depth, *w3 = w2 + depth;
+        int32_t d = 0;
+        for (; d < whole; d += 16) { /* whole vectors unpredicated: GCC 12 keeps the loop free of VPR moves */
+            const int8x16_t vx = vld1q_s8(x + d);
+            s0 = vmladavaq_s8(s0, vld1q_s8(w + d), vx);
+            s1 = vmladavaq_s8(s1, vld1q_s8(w1 + d), vx);
+            s2 = vmladavaq_s8(s2, vld1q_s8(w2 + d), vx);
+            s3 = vmladavaq_s8(s3, vld1q_s8(w3 + d), vx);
+        }
+        if (d < depth) {
             const mve_pred16_t live = vctp8q((uint32_t)(depth - d));
             const int8x16_t vx = vldrbq_z_s8(x + d, live);
             s0 = vmladavaq_s8(s0, vldrbq_z_s8(w + d, live), vx);
-            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w + depth + d, live), vx);
-            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w + 2 * depth + d, live), vx);
-            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w + 3 * depth + d, live), vx);
+            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w1 + d, live), vx);
+            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w2 + d, live), vx);
+            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w3 + d, live), vx);
         }
         acc[r] = s0;
         acc[r + 1] = s1;
@@ -1064,8 +1074,20 @@ void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, 
 
 #define NN2C_FC_ROWS_CHUNK 16 /* output channels summed at a time (stack sums; a multiple of 4) */
 
-/* out[k] = clamp(MultiplyByQuantizedMultiplier(acc[k]) + offset), one multiplier for all: its roundings in
- * registers (a negative shift: one 64-bit multiply-add and two shifts per value). */
+/* out[k] = clamp(MultiplyByQuantizedMultiplier(acc[k]) + offset), one multiplier for all: on Helium 4
+ * values a step (nn2c_mve_requant), elsewhere its roundings in registers (a negative shift: one 64-bit
+ * multiply-add and two shifts per value). */
+#if defined(NN2C_SIMD_MVE)
+static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
+                             int8_t *out) {
+    const int32_t multipliers[4] = {q.multiplier, q.multiplier, q.multiplier, q.multiplier};
+    const int32_t shifts[4] = {q.shift, q.shift, q.shift, q.shift};
+    for (int32_t k = 0; k < n; k += 4) {
+        const int32x4_t a = vldrwq_z_s32(acc + k, vctp32q((uint32_t)(n - k)));
+        nn2c_mve_store4(out + k, nn2c_mve_requant(a, multipliers, shifts, offset, lo, hi), n - k);
+    }
+}
+#else
 static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
                              int8_t *out) {
     if (q.shift < 0) {
@@ -1082,6 +1104,7 @@ static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, in
         out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_mbqm(acc[k], q.multiplier, q.shift), offset), lo, hi);
     }
 }
+#endif
 
 #if !defined(NN2C_SIMD_DSP) && !defined(NN2C_SIMD_MVE)
 /* The host (tests of a Cortex-M compile): weight (r, d) of a filter in any of the layouts, rows
