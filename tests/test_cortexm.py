@@ -159,11 +159,13 @@ def test_simd_kernels_beat_portable_and_tflm(model, target, tmp_path):
 def test_recurrent_row_sums_on_odd_shapes(target, tmp_path):
     """The recurrent kernels' SIMD row sums (nn2c_sums_s8, nn2c_dots_s8) where the real models have no
     such shapes: row counts that are not a multiple of 4 (the DSP layout's padded group), depths with a
-    tail of 1-3 inputs, non-zero input / state zero points folded into the constants, several rows of a
-    time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU over inputs whose state carries."""
+    tail of 1-3 inputs (and an input of 2, no whole word), non-zero input / state zero points folded into
+    the constants, several rows of a time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU
+    over inputs whose state carries."""
     models = {
         "lstm": _lstm_model_bytes(23, 2, 3, 7, 6, True, "int8", -20, 2, 2.0**-10, 10.0),
         "lstm_tail": _lstm_model_bytes(11, 1, 4, 9, 10, False, "int8", -5, 3, 0.0003, 3.0),
+        "lstm_narrow": _lstm_model_bytes(5, 1, 3, 2, 5, False, "int8", 7, -1, 2.0**-11, 0.0),  # depth < 4
         "svdf": _svdf_model_bytes(9, 2, 13, 5, 3, 6, "int8", -11, 3, 13, "RELU"),
         "svdf_int16": _svdf_model_bytes(5, 1, 10, 6, 1, 8, "int16", 17, -128, 0, "NONE"),
     }

@@ -64,12 +64,13 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("optimize", ["speed", "size"])
-@pytest.mark.parametrize("batches,depth,units,per_channel", [(1, 37, 18, False), (3, 16, 5, True), (2, 130, 33, True)])
+@pytest.mark.parametrize("batches,depth,units,per_channel", [(1, 37, 18, False), (3, 16, 5, True), (2, 130, 33, True),
+                                                             (2, 3, 6, False)])
 def test_int8_fully_connected_optimize_layouts(tmp_path, target, optimize, batches, depth, units, per_channel):
     """--optimize speed / size (nn2c_fc_s8_rows: the filter as row sums, int16 in SMLAD order or int8 with
-    every whole group of 4 rows interleaved, one multiplier for a per-tensor filter) on depths with a tail,
-    unit counts past a 16-row chunk and not a multiple of 4, per-tensor and per-channel scales; the host
-    build reads each layout as the target's kernels do."""
+    every whole group of 4 rows interleaved, one multiplier for a per-tensor filter) on depths with a tail
+    (and one below a word: hello_world's), unit counts past a 16-row chunk and not a multiple of 4,
+    per-tensor and per-channel scales; the host build reads each layout as the target's kernels do."""
     rng = np.random.default_rng(depth * 3 + units)
     b = ModelBuilder()
     x = b.tensor("int8", (batches, depth), scale=float(rng.uniform(0.01, 0.2)), zero_point=int(rng.integers(-60, 60)))

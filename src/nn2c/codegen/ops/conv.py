@@ -196,7 +196,7 @@ def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
     padded[:count] = rows
     groups = padded.reshape(-1, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(-1, 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     tail = groups[:, :, 4 * words:]
     packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
     return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
@@ -212,7 +212,7 @@ def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
         return ctx.const_array(rows.reshape(-1), "int8_t", comment)
     words, whole = depth // 4, count // 4 * 4
     groups = rows[:whole].reshape(-1, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(-1, 4, words, 4).transpose(0, 2, 1, 3)
+    body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4).transpose(0, 2, 1, 3)
     tail = groups[:, :, 4 * words:]
     packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
     return ctx.const_array(np.concatenate([packed.reshape(-1), rows[whole:].reshape(-1)]), "int8_t", comment)
