@@ -1122,23 +1122,26 @@ static int32_t nn2c_rows_weight(const void *w, int32_t layout, int32_t depth, in
 }
 #endif
 
-/* acc[k] = bias[first + k] + filter row first + k . x, k < rows, in the filter's layout. */
-static void nn2c_fc_rows_sums(const nn2c_fc_rows_params_t *p, const int8_t *x, int32_t first, int32_t rows,
-                              int32_t *acc) {
+void nn2c_rows_sums(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
+                    int32_t rows, const int32_t *init, int32_t *acc) {
 #if defined(NN2C_SIMD_DSP)
-    if (p->layout == NN2C_ROWS_WIDE) {
-        nn2c_sums_s8(x, p->filter, p->depth, first, rows, p->bias + first, acc);
+    if (layout == NN2C_ROWS_WIDE) {
+        nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
     } else {
-        nn2c_sums_s8_narrow(x, (const int8_t *)p->filter, p->depth, first, rows, p->bias + first, acc);
+        nn2c_sums_s8_narrow(x, (const int8_t *)weights, depth, first, rows, init, acc);
     }
 #elif defined(NN2C_SIMD_MVE)
-    nn2c_sums_s8(x, p->filter, p->depth, first, rows, p->bias + first, acc);
+    (void)layout;
+    nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
 #else
+    if (layout == NN2C_ROWS_PLAIN) {
+        nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
+        return;
+    }
     for (int32_t k = 0; k < rows; ++k) {
-        int32_t sum = p->bias[first + k];
-        for (int32_t d = 0; d < p->depth; ++d) {
-            sum = nn2c_sums_wrap(sum, x[d] * nn2c_rows_weight(p->filter, p->layout, p->depth, first + k, d,
-                                                               first + rows));
+        int32_t sum = init[k];
+        for (int32_t d = 0; d < depth; ++d) {
+            sum = nn2c_sums_wrap(sum, x[d] * nn2c_rows_weight(weights, layout, depth, first + k, d, first + rows));
         }
         acc[k] = sum;
     }
@@ -1151,7 +1154,7 @@ void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t
         for (int32_t c = 0; c < out_c; c += NN2C_FC_ROWS_CHUNK) {
             const int32_t n = out_c - c < NN2C_FC_ROWS_CHUNK ? out_c - c : NN2C_FC_ROWS_CHUNK;
             int32_t acc[NN2C_FC_ROWS_CHUNK];
-            nn2c_fc_rows_sums(p, input, c, n, acc);
+            nn2c_rows_sums(input, p->filter, p->layout, depth, c, n, p->bias + c, acc);
             if (p->multipliers == NULL) {
                 nn2c_fc_rows_out(acc, n, nn2c_rescale(p->multiplier, p->shift), offset, lo, hi, output + c);
                 continue;

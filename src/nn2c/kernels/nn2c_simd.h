@@ -112,6 +112,17 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
 void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, int32_t first, int32_t rows,
                          const int32_t *init, int32_t *acc);
 
+#define NN2C_ROWS_PLAIN 0
+#define NN2C_ROWS_NARROW 1
+#define NN2C_ROWS_WIDE 2
+
+/* nn2c_sums_s8 (NN2C_ROWS_WIDE on the Arm DSP; NN2C_ROWS_PLAIN on Helium) or nn2c_sums_s8_narrow
+ * (NN2C_ROWS_NARROW) as the weights' layout says: PLAIN [rows][depth] int8, NARROW nn2c_sums_s8_narrow's
+ * DSP layout, WIDE nn2c_sums_s8's (codegen/ops/conv.py pack_rows). The host (tests of a Cortex-M
+ * compile) reads any of them. */
+void nn2c_rows_sums(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
+                    int32_t rows, const int32_t *init, int32_t *acc);
+
 /* FULLY_CONNECTED as row sums of its filter (--optimize speed: nn2c_sums_s8's int16 layout on the Arm
  * DSP; --optimize size: nn2c_sums_s8_narrow), the input offset folded into the bias; a multiplier and a
  * shift per output channel, or (multipliers NULL) one for all in the struct; no rounding tables. */
@@ -126,10 +137,6 @@ typedef struct {
     int32_t multiplier, shift;
     int32_t output_offset, act_min, act_max;
 } nn2c_fc_rows_params_t;
-
-#define NN2C_ROWS_PLAIN 0
-#define NN2C_ROWS_NARROW 1
-#define NN2C_ROWS_WIDE 2
 
 void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t *output);
 

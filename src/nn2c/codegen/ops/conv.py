@@ -202,6 +202,20 @@ def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
 
 
+ROWS_PLAIN, ROWS_NARROW, ROWS_WIDE = 0, 1, 2  # nn2c_simd.h NN2C_ROWS_*: the layouts nn2c_rows_sums reads
+
+
+def pack_rows(ctx: EmitContext, rows: np.ndarray, comment: str, wide: bool) -> tuple[str, int]:
+    """A constant int8 matrix for nn2c_rows_sums and its layout: on the Arm DSP widened to int16 in SMLAD
+    order (`wide`: the fastest, twice the flash) or in exactly its own bytes (the narrow layout); elsewhere
+    as it is."""
+    if not ctx.target.row_sums_int16:
+        return ctx.const_array(np.ascontiguousarray(rows, dtype=np.int8).reshape(-1), "int8_t", comment), ROWS_PLAIN
+    if wide:
+        return pack_row_sums(ctx, rows, comment), ROWS_WIDE
+    return pack_rows_narrow(ctx, rows, comment), ROWS_NARROW
+
+
 def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     """A constant [rows, depth] int8 matrix as nn2c_sums_s8_narrow reads it, in exactly rows x depth
     bytes: on the Arm DSP each whole group of 4 rows per 4 inputs [4 rows][4 int8] then [4 rows][depth % 4],

@@ -26,8 +26,7 @@ from nn2c.codegen.ops.conv import (
     check_bias,
     folded_bias,
     gemm_fields,
-    pack_row_sums,
-    pack_rows_narrow,
+    pack_rows,
     simd_layout,
 )
 from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, sparse_plan
@@ -51,11 +50,11 @@ def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_
     rows = np.asarray(w.data, dtype=np.int8).reshape(out_c, depth)
     mantissas, shifts = quantize_multipliers(real)
     what = "filter as row sums, " + ("int16 in SMLAD order (--optimize speed)" if wide else "int8 (--optimize size)")
-    layout = 2 if wide else 1 if ctx.target.row_sums_int16 else 0  # NN2C_ROWS_WIDE / NARROW / PLAIN
+    packed, layout = pack_rows(ctx, rows, what, wide)
     ctx.use_kernel("simd")
     params = ctx.params_struct("nn2c_fc_rows_params_t", {
         "batches": batches, "depth": depth, "out_c": out_c,
-        "filter": pack_row_sums(ctx, rows, what) if wide else pack_rows_narrow(ctx, rows, what),
+        "filter": packed,
         "layout": layout,
         "bias": ctx.const_array(folded_bias(None if bias is None else np.asarray(bias.data), rows, -zero_point(x),
                                             out_c, pad_to=1), "int32_t", "bias with the input offset folded in"),
