@@ -65,7 +65,7 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("optimize", ["speed", "size"])
 @pytest.mark.parametrize("batches,depth,units,per_channel", [(1, 37, 18, False), (3, 16, 5, True), (2, 130, 33, True),
-                                                             (2, 3, 6, False)])
+                                                             (2, 3, 6, False), (1, 9, 3, True)])
 def test_int8_fully_connected_optimize_layouts(tmp_path, target, optimize, batches, depth, units, per_channel):
     """--optimize speed / size (nn2c_fc_s8_rows: the filter as row sums, int16 in SMLAD order or int8 with
     every whole group of 4 rows interleaved, one multiplier for a per-tensor filter) on depths with a tail

@@ -1032,10 +1032,10 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
 /* Four rows at a time from their interleaved int8 words: per 4 inputs one LDR and two SXTB16 for the
  * input, two LDRDs for the four rows' words, and per row two SXTB16 and two SMLADs (21 instructions
  * per 16 MACs, besides the loop's). */
-void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, int32_t first, int32_t rows,
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                          const int32_t *init, int32_t *acc) {
     const int32_t words = depth >> 2, rem = depth & 3;
-    const int8_t *w = weights + first * depth;
+    const int8_t *w = (const int8_t *)weights + first * depth;
     int32_t r = 0;
     for (; r + 4 <= rows; r += 4, w += 4 * depth) {
         const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
@@ -1066,7 +1066,7 @@ void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, 
     }
 }
 #else /* Helium and the host read the rows as they are */
-void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, int32_t first, int32_t rows,
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                          const int32_t *init, int32_t *acc) {
     nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
 }
@@ -1122,22 +1122,9 @@ static int32_t nn2c_rows_weight(const void *w, int32_t layout, int32_t depth, in
 }
 #endif
 
-void nn2c_rows_sums(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
-                    int32_t rows, const int32_t *init, int32_t *acc) {
-#if defined(NN2C_SIMD_DSP)
-    if (layout == NN2C_ROWS_WIDE) {
-        nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
-    } else {
-        nn2c_sums_s8_narrow(x, (const int8_t *)weights, depth, first, rows, init, acc);
-    }
-#elif defined(NN2C_SIMD_MVE)
-    (void)layout;
-    nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
-#else
-    if (layout == NN2C_ROWS_PLAIN) {
-        nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
-        return;
-    }
+#if !defined(NN2C_SIMD_DSP) && !defined(NN2C_SIMD_MVE)
+static void nn2c_sums_s8_any(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
+                             int32_t rows, const int32_t *init, int32_t *acc) {
     for (int32_t k = 0; k < rows; ++k) {
         int32_t sum = init[k];
         for (int32_t d = 0; d < depth; ++d) {
@@ -1145,16 +1132,27 @@ void nn2c_rows_sums(const int8_t *x, const void *weights, int32_t layout, int32_
         }
         acc[k] = sum;
     }
-#endif
 }
+
+void nn2c_sums_s8_narrow_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc) {
+    nn2c_sums_s8_any(x, weights, NN2C_ROWS_NARROW, depth, first, rows, init, acc);
+}
+
+void nn2c_sums_s8_wide_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                           const int32_t *init, int32_t *acc) {
+    nn2c_sums_s8_any(x, weights, NN2C_ROWS_WIDE, depth, first, rows, init, acc);
+}
+#endif
 
 void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t *output) {
     const int32_t depth = p->depth, out_c = p->out_c, offset = p->output_offset, lo = p->act_min, hi = p->act_max;
+    const nn2c_sums_fn sums = nn2c_rows_sums(p->layout);
     for (int32_t b = 0; b < p->batches; ++b, input += depth, output += out_c) {
         for (int32_t c = 0; c < out_c; c += NN2C_FC_ROWS_CHUNK) {
             const int32_t n = out_c - c < NN2C_FC_ROWS_CHUNK ? out_c - c : NN2C_FC_ROWS_CHUNK;
             int32_t acc[NN2C_FC_ROWS_CHUNK];
-            nn2c_rows_sums(input, p->filter, p->layout, depth, c, n, p->bias + c, acc);
+            sums(input, p->filter, depth, c, n, p->bias + c, acc);
             if (p->multipliers == NULL) {
                 nn2c_fc_rows_out(acc, n, nn2c_rescale(p->multiplier, p->shift), offset, lo, hi, output + c);
                 continue;

@@ -109,19 +109,36 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
 /* nn2c_sums_s8 over int8 weights as compact as the model's (--optimize size): Arm DSP: each whole group
  * of 4 rows per 4 inputs [4 rows][4 int8], then [4 rows][depth % 4]; the last rows % 4 rows as they are
  * (so a row starts at row * depth whatever the layout); Helium and the host: [rows][depth] int8. */
-void nn2c_sums_s8_narrow(const int8_t *x, const int8_t *weights, int32_t depth, int32_t first, int32_t rows,
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                          const int32_t *init, int32_t *acc);
 
 #define NN2C_ROWS_PLAIN 0
 #define NN2C_ROWS_NARROW 1
 #define NN2C_ROWS_WIDE 2
 
-/* nn2c_sums_s8 (NN2C_ROWS_WIDE on the Arm DSP; NN2C_ROWS_PLAIN on Helium) or nn2c_sums_s8_narrow
- * (NN2C_ROWS_NARROW) as the weights' layout says: PLAIN [rows][depth] int8, NARROW nn2c_sums_s8_narrow's
- * DSP layout, WIDE nn2c_sums_s8's (codegen/ops/conv.py pack_rows). The host (tests of a Cortex-M
- * compile) reads any of them. */
-void nn2c_rows_sums(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
-                    int32_t rows, const int32_t *init, int32_t *acc);
+/* The layouts of a matrix for row sums (codegen/ops/conv.py pack_rows): PLAIN [rows][depth] int8 (Helium,
+ * the host), NARROW nn2c_sums_s8_narrow's Arm DSP layout, WIDE nn2c_sums_s8's (int16). */
+/* The host's readers of the Arm DSP layouts (tests of a Cortex-M compile built for the host). */
+void nn2c_sums_s8_narrow_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc);
+void nn2c_sums_s8_wide_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                           const int32_t *init, int32_t *acc);
+
+typedef void (*nn2c_sums_fn)(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc);
+
+/* The row sums of weights in this layout (chosen once per call of a kernel, not per sum). */
+NN2C_INLINE nn2c_sums_fn nn2c_rows_sums(int32_t layout) {
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    (void)layout;
+    return nn2c_sums_s8;
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    return layout == NN2C_ROWS_WIDE ? nn2c_sums_s8 : nn2c_sums_s8_narrow;
+#else
+    return layout == NN2C_ROWS_PLAIN ? nn2c_sums_s8 : layout == NN2C_ROWS_NARROW ? nn2c_sums_s8_narrow_any
+                                                                                  : nn2c_sums_s8_wide_any;
+#endif
+}
 
 /* FULLY_CONNECTED as row sums of its filter (--optimize speed: nn2c_sums_s8's int16 layout on the Arm
  * DSP; --optimize size: nn2c_sums_s8_narrow), the input offset folded into the bias; a multiplier and a

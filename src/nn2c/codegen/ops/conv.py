@@ -195,10 +195,11 @@ def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     words = depth // 4
     padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
     padded[:count] = rows
-    groups = padded.reshape(-1, 4, depth)  # [group][row][depth]
+    groups = padded.reshape(len(padded) // 4, 4, depth)  # [group][row][depth]
     body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     tail = groups[:, :, 4 * words:]
-    packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
+    packed = np.concatenate([body.reshape(len(groups), 16 * words), tail.reshape(len(groups), 4 * (depth % 4))],
+                            axis=1)
     return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
 
 
@@ -225,10 +226,11 @@ def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     if not ctx.target.row_sums_int16:
         return ctx.const_array(rows.reshape(-1), "int8_t", comment)
     words, whole = depth // 4, count // 4 * 4
-    groups = rows[:whole].reshape(-1, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4).transpose(0, 2, 1, 3)
+    groups = rows[:whole].reshape(whole // 4, 4, depth)  # [group][row][depth]
+    body = groups[:, :, :4 * words].reshape(whole // 4, 4, words, 4).transpose(0, 2, 1, 3)
     tail = groups[:, :, 4 * words:]
-    packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
+    packed = np.concatenate([body.reshape(whole // 4, 4 * 4 * words), tail.reshape(whole // 4, 4 * (depth % 4))],
+                            axis=1)
     return ctx.const_array(np.concatenate([packed.reshape(-1), rows[whole:].reshape(-1)]), "int8_t", comment)
 
 
