@@ -1,7 +1,7 @@
 """--optimize speed | balanced | size on Cortex-M: instructions and flash of each, against TFLM's flatbuffer.
 
-For the models whose int8 FULLY_CONNECTED layers take the choice (the row-streamed ones of a row group
-do not), on every bench core: compile with each --optimize level, cross-build, run seeded inputs in
+For the models whose layers take the choice (int8 FULLY_CONNECTED but the row-streamed ones of a row
+group; int8 LSTM and SVDF), on every bench core: compile with each --optimize level, cross-build, run seeded inputs in
 QEMU (nn2c.targets.cortexm_bench, outputs checked against TFLM bit for bit; the larger memory map
 where the image does not fit 512 KiB) and count instructions per inference; flash weights and code as
 linked. The model's own weight bytes are the constant buffers of its .tflite (filters and biases as
@@ -30,7 +30,7 @@ from nn2c.targets.cortexm_bench import bench_model  # noqa: E402
 from nn2c.targets.cortexm_build import missing_tools  # noqa: E402
 
 MODELS = ["mlcommons_tiny/ad01_int8", "tinyengine/ptq_mnist_lenet-300-100", "mlcommons_tiny/kws_ref_model",
-          "tflite_micro/hello_world_int8"]
+          "tflite_micro/hello_world_int8", "tflite_micro/trained_lstm_int8", "tflite_micro/keyword_scrambled_8bit"]
 TARGETS = ["cortex-m4", "cortex-m55", "cortex-m7"]
 TFLM_COLUMN = {"cortex-m4": 0, "cortex-m55": 1}  # TFLM_CMSIS's instructions per core
 
@@ -64,13 +64,14 @@ def render(rows: list[dict], inputs: int) -> str:
         "Written by `bench/optimize.py`. Each model compiled with `--optimize speed`, `balanced` (the default) and "
         "`size`, cross-built (arm-none-eabi-gcc 12 -O2), run in QEMU on "
         f"{inputs} seeded inputs and checked against TFLM (TFLM column: bit-exact; within tolerance where a float "
-        "output differs, as it does at every level of that model on that core). The choice applies to int8 "
-        "FULLY_CONNECTED layers with constant weights on the Cortex-M targets: `balanced` runs nn2c_fc_s8_simd "
+        "output differs, as it does at every level of that model on that core). The choice applies on the "
+        "Cortex-M targets to int8 FULLY_CONNECTED layers with constant weights: `balanced` runs nn2c_fc_s8_simd "
         "(the filter re-laid out in blocks, per-channel multipliers, shifts and 64-bit rounding constants); "
         "`speed` and `size` run nn2c_fc_s8_rows, the filter as row sums: for `speed` widened to int16 in SMLAD "
         "order on the Arm DSP (17 instructions per 16 MACs, twice the filter's flash; Helium's row sums read int8 "
         "already, so its `speed` is `balanced`), for `size` int8 in exactly the model's bytes (4 rows interleaved "
-        "on the DSP), a per-tensor filter's multiplier in the parameter struct and no rounding tables. Flash "
+        "on the DSP), a per-tensor filter's multiplier in the parameter struct and no rounding tables. And to the "
+        "int8 LSTM and SVDF weights on the Arm DSP: int16 at `speed` and `balanced`, int8 at `size`. Flash "
         "weights and code as linked (arrays aligned to 16 bytes); the model's weights = the constant buffers of "
         "its .tflite (filters and biases), beside the file's size. TFLM ratio = instructions / TFLM + CMSIS-NN's "
         "(shared/docs/baseline-cortexm.md). QEMU counts instructions; it does not model the M7's dual issue.",

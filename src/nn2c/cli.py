@@ -215,7 +215,8 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
                    "the nonzero weights stored and multiplied): auto where the target's cost model (fitted in QEMU) "
                    "predicts them faster, off never, always wherever a layer allows it.")
 @click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
-              help="Where a kernel has a choice of weight layouts (int8 FULLY_CONNECTED on Cortex-M): speed = the "
+              help="Where a kernel has a choice of weight layouts (int8 FULLY_CONNECTED, LSTM, SVDF on Cortex-M): "
+                   "speed = the "
                    "fastest (Arm DSP: filters widened to int16, twice their flash), size = the least flash "
                    "(weights no larger than the model's), balanced = between.")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",

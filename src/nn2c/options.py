@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCHEDULES = ("auto", "layer", "min-ram")  # memory/fusion.py
-# what a kernel with a choice of weight layouts favours (codegen/ops/fully_connected.py): "speed" the fastest
-# (more flash), "size" the least flash (weights no larger than the model's), "balanced" the default between
+# what a kernel with a choice of weight layouts favours (codegen/ops/fully_connected.py, lstm.py, svdf.py): "speed"
+# the fastest (more flash), "size" the least flash (weights no larger than the model's), "balanced" the default
 OPTIMIZE = ("speed", "balanced", "size")
 
 
