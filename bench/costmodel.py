@@ -20,7 +20,8 @@ Writes src/nn2c/data/cost_model.json (package data) and the `costmodel` section 
 docs/BENCHMARKS.md: per-model total error and per-layer error, in sample and leaving each model
 out of the fit; measurements are kept in test-artifacts/costmodel_measurements.json for --refit.
 
-    python bench/costmodel.py [--targets cortex-m4 cortex-m55] [--models kws_ref_model ...]
+    python bench/costmodel.py [--targets cortex-m4 cortex-m55] [--models kws_ref_model ...]  # (--models: only
+                                                # these measured again, the saved rows of the others kept)
     python bench/costmodel.py --candidates 202  # + 202 generated candidates (2 have an inf scale: refused)
     python bench/costmodel.py --refit --speed   # fit again without QEMU; + time nn2c.profile on tinyengine/vww
     python bench/costmodel.py --layer-samples   # saved models with row groups measured layer by layer too
@@ -461,6 +462,16 @@ def fit_and_write(data: dict[str, Any], write_docs: bool, seconds: float) -> Non
         print("wrote the costmodel section of docs/BENCHMARKS.md")
 
 
+def _merged(saved: dict[str, Any], again: dict[str, Any], models: set[str]) -> dict[str, Any]:
+    """The saved measurements with the rows of `models` replaced in place by their new ones (after a
+    kernel of theirs changed), the rest (candidates, speed, the time they took) kept."""
+    fresh = {(r["model"], r["target"]): r for r in again["rows"]}
+    rows = [fresh.pop((r["model"], r["target"]), r) for r in saved["rows"]
+            if r["model"] not in models or (r["model"], r["target"]) in fresh]
+    skipped = {k: v for k, v in saved["skipped"].items() if k.split(" (")[0] not in models}
+    return {**saved, "rows": rows + list(fresh.values()), "skipped": {**skipped, **again["skipped"]}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", nargs="+", default=TARGETS)
@@ -493,6 +504,8 @@ def main() -> int:
             paths = [p for p in paths if p.stem in args.models or _key(p) in args.models]
         data = measure(paths, args.targets)
         data["seconds"] = time.time() - started
+        if args.models and MEASUREMENTS.exists():  # these models measured again: every other row stays
+            data = _merged(json.loads(MEASUREMENTS.read_text()), data, {_key(p) for p in paths})
     if args.candidates:
         # (their standard kernels have samples enough in every network: no second, layer-by-layer run)
         extra = measure(candidates(args.candidates, 0, CANDIDATES), args.targets, layer_samples=False)

@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -26,6 +27,7 @@ from nn2c.targets.footprint import measure
 from tests.conftest import model_path
 from tests.test_op_lstm import _build as _lstm_model_bytes
 from tests.test_op_svdf import _int8_svdf as _svdf_model_bytes
+from tests.tflite_builder import ModelBuilder
 
 
 @pytest.fixture(autouse=True)
@@ -153,24 +155,59 @@ def test_simd_kernels_beat_portable_and_tflm(model, target, tmp_path):
     assert simd.instructions_per_inference < TFLM_CMSIS[(model, target)]
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
-def test_recurrent_row_sums_on_odd_shapes(target, tmp_path):
+@pytest.mark.parametrize(("target", "optimize"), [("cortex-m4", "balanced"), ("cortex-m4", "size"),
+                                                ("cortex-m55", "balanced")])
+def test_recurrent_row_sums_on_odd_shapes(target, optimize, tmp_path):
     """The recurrent kernels' SIMD row sums (nn2c_sums_s8, nn2c_dots_s8) where the real models have no
     such shapes: row counts that are not a multiple of 4 (the DSP layout's padded group), depths with a
-    tail of 1-3 inputs, non-zero input / state zero points folded into the constants, several rows of a
-    time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU over inputs whose state carries."""
+    tail of 1-3 inputs (and an input of 2, no whole word), non-zero input / state zero points folded into
+    the constants, several rows of a time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU
+    over inputs whose state carries. On the Cortex-M4 with --optimize size too: the weights as int8, 4
+    rows interleaved (nn2c_sums_s8_narrow), instead of widened to int16."""
     models = {
         "lstm": _lstm_model_bytes(23, 2, 3, 7, 6, True, "int8", -20, 2, 2.0**-10, 10.0),
         "lstm_tail": _lstm_model_bytes(11, 1, 4, 9, 10, False, "int8", -5, 3, 0.0003, 3.0),
+        "lstm_narrow": _lstm_model_bytes(5, 1, 3, 2, 5, False, "int8", 7, -1, 2.0**-11, 0.0),  # depth < 4
         "svdf": _svdf_model_bytes(9, 2, 13, 5, 3, 6, "int8", -11, 3, 13, "RELU"),
         "svdf_int16": _svdf_model_bytes(5, 1, 10, 6, 1, 8, "int16", 17, -128, 0, "NONE"),
     }
     for name, data in models.items():
         path = tmp_path / f"{name}.tflite"
         path.write_bytes(data)
-        report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / name)
+        report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / name,
+                             options=CompileOptions(target=target, optimize=optimize))
         assert report.reference == "tflm" and report.passed(), (name, [c.__dict__ for c in report.comparisons])
         assert all(c.max_abs_diff == 0 for c in report.comparisons), name
+
+
+@pytest.mark.parametrize(("target", "optimize"), [("cortex-m4", "speed"), ("cortex-m4", "size"),
+                                                ("cortex-m55", "size")])
+def test_fully_connected_row_sums_of_optimize_in_qemu(target, optimize, tmp_path):
+    """--optimize speed (the Arm DSP's int16 filter, assembly row sums) and size (int8 rows interleaved by
+    4 on the DSP, as stored on Helium) in QEMU: a per-tensor layer of 3 batches with a depth tail and 18
+    units (a 16-row chunk and a partial group), then a per-channel one of 33 units; bit-exact with TFLM,
+    and the size build's weights no more than the filters and biases themselves."""
+    rng = np.random.default_rng(17)
+    b = ModelBuilder()
+    x = b.tensor("int8", (3, 37), scale=0.05, zero_point=-7)
+    w1 = b.tensor("int8", (18, 37), scale=0.01, zero_point=0, data=rng.integers(-127, 128, (18, 37)))
+    b1 = b.tensor("int32", (18,), scale=5e-4, zero_point=0, data=rng.integers(-3000, 3000, 18))
+    h = b.tensor("int8", (3, 18), scale=0.1, zero_point=4)
+    b.op("FULLY_CONNECTED", [x, w1, b1], [h], {"fused_activation_function": "RELU"})
+    w2 = b.tensor("int8", (33, 18), scale=list(rng.uniform(0.002, 0.02, 33)), zero_point=[0] * 33,
+                  data=rng.integers(-127, 128, (33, 18)))
+    b2 = b.tensor("int32", (33,), scale=1e-3, zero_point=0, data=rng.integers(-3000, 3000, 33))
+    y = b.tensor("int8", (3, 33), scale=0.2, zero_point=-3)
+    b.op("FULLY_CONNECTED", [h, w2, b2], [y], {"fused_activation_function": "NONE"})
+    path = tmp_path / "fc2.tflite"
+    path.write_bytes(b.build([x], [y]))
+    options = CompileOptions(target=target, optimize=optimize)
+    report = bench_model(path, target=target, count=3, seed=4, workdir=tmp_path / "fc2", options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert {tuple(layer.calls) for layer in report.layers} == {("nn2c_fc_s8_rows",)}, report.layers
+    if optimize == "size":  # filters, biases, 33 multipliers and shifts; 6 arrays aligned to 16
+        assert report.footprint.flash_weights <= 18 * 37 + 33 * 18 + 4 * (18 + 33) + 8 * 33 + 6 * 15
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -60,3 +60,31 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
                           options=CompileOptions(target=target))
     assert "tflm" not in report.skipped, report.skipped
     assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("optimize", ["speed", "size"])
+@pytest.mark.parametrize("batches,depth,units,per_channel", [(1, 37, 18, False), (3, 16, 5, True), (2, 130, 33, True),
+                                                             (2, 3, 6, False), (1, 9, 3, True)])
+def test_int8_fully_connected_optimize_layouts(tmp_path, target, optimize, batches, depth, units, per_channel):
+    """--optimize speed / size (nn2c_fc_s8_rows: the filter as row sums, int16 in SMLAD order or int8 with
+    every whole group of 4 rows interleaved, one multiplier for a per-tensor filter) on depths with a tail
+    (and one below a word: hello_world's), unit counts past a 16-row chunk and not a multiple of 4,
+    per-tensor and per-channel scales; the host build reads each layout as the target's kernels do."""
+    rng = np.random.default_rng(depth * 3 + units)
+    b = ModelBuilder()
+    x = b.tensor("int8", (batches, depth), scale=float(rng.uniform(0.01, 0.2)), zero_point=int(rng.integers(-60, 60)))
+    w_scale = list(rng.uniform(0.002, 0.02, units)) if per_channel else float(rng.uniform(0.002, 0.02))
+    w = b.tensor("int8", (units, depth), scale=w_scale, zero_point=[0] * units if per_channel else 0,
+                 data=rng.integers(-127, 128, (units, depth)))
+    bias = b.tensor("int32", (units,), scale=1e-4, zero_point=0, data=rng.integers(-3000, 3000, units))
+    y = b.tensor("int8", (batches, units), scale=float(rng.uniform(0.05, 0.5)), zero_point=int(rng.integers(-10, 10)))
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "RELU"})
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(b.build([x], [y]))
+    options = CompileOptions(target=target, optimize=optimize)
+    report = verify_model(path, count=3, references=("tflm",), workdir=tmp_path / "fc_c", options=options)
+    assert "tflm" not in report.skipped, report.skipped
+    assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
+    source = (tmp_path / "fc_c").rglob("*.c")
+    assert any("nn2c_fc_s8_rows(" in f.read_text() for f in source)  # not the balanced kernel

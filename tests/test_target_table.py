@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nn2c
@@ -227,6 +228,23 @@ def test_the_two_quantize_multipliers():
         with pytest.raises(ValueError):
             fp.quantize_multiplier(bad)
     assert fp.quantize_multiplier_uncapped(-0.5) == (-(2**30), 0)
+
+
+def test_quantize_multipliers_of_a_layer_equal_one_by_one():
+    """The array form (a layer's channels at once) gives quantize_multiplier's integers: random scales
+    over 30 decades, the renormalised and flushed edges, and fractions whose Q31 product is an exact
+    half (rounded away from zero); a bad multiplier anywhere raises."""
+    rng = np.random.default_rng(5)
+    halves = (np.arange(1, 2000) * 2 + 1) / 2.0**32
+    reals = np.concatenate([10 ** rng.uniform(-15, 15, 20000), rng.random(20000), halves, np.nextafter(halves, 0),
+                            [0.0, 2.0**-31, 2.0**-32, 2.0**-33, 1 - 2.0**-40, 2.0**30, 2.0**31, 1e300]])
+    mantissas, shifts = fp.quantize_multipliers(reals)
+    assert mantissas.dtype == shifts.dtype == np.int32
+    assert [(int(m), int(s)) for m, s in zip(mantissas, shifts, strict=True)] == \
+        [fp.quantize_multiplier(float(r)) for r in reals]
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            fp.quantize_multipliers([0.5, bad])
 
 
 def test_logistic_tanh_rescales():

@@ -20,7 +20,7 @@ import numpy as np
 from nn2c import __version__
 from nn2c.boards import BOARDS, board_options, get_board, on_board
 from nn2c.errors import NN2CError, UsageError
-from nn2c.options import SCHEDULES
+from nn2c.options import OPTIMIZE, SCHEDULES
 from nn2c.progress import Progress
 from nn2c.target import TARGETS, bench_targets
 
@@ -214,6 +214,11 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
               help="Sparse kernels for int8 FULLY_CONNECTED and 1x1 CONV_2D layers with mostly-zero filters (only "
                    "the nonzero weights stored and multiplied): auto where the target's cost model (fitted in QEMU) "
                    "predicts them faster, off never, always wherever a layer allows it.")
+@click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
+              help="Where a kernel has a choice of weight layouts (int8 FULLY_CONNECTED, LSTM, SVDF on Cortex-M): "
+                   "speed = the "
+                   "fastest (Arm DSP: filters widened to int16, twice their flash), size = the least flash "
+                   "(weights no larger than the model's), balanced = between.")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
               help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
                    "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")
@@ -225,7 +230,7 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
 def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_inplace, opt_level, report,
             as_json, nhwc_io, passes_report, target, debug, quantize, calibration, calibration_method, keep_float,
             io_dtype, schedule, write_tflite, npu, npu_system_config, npu_memory_mode, board, prune=None,
-            prune_skip=None, sparse="auto", write_onnx=None) -> None:
+            prune_skip=None, sparse="auto", write_onnx=None, optimize="balanced") -> None:
     """Compile MODEL (.tflite or .onnx) into C sources in the output folder."""
     from nn2c.api import CompileOptions, compile_model
 
@@ -244,7 +249,8 @@ def compile(model, out_dir, name, ram_budget, flash_budget, force, planner, no_i
                              debug=debug, quantize=quantize, calibration=calibration,
                              calibration_method=calibration_method, keep_float=tuple(keep_float), io=io_dtype,
                              write_tflite=write_tflite, schedule=schedule, npu=npu,
-                             npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode, sparse=sparse)
+                             npu_system_config=npu_system_config, npu_memory_mode=npu_memory_mode, sparse=sparse,
+                             optimize=optimize)
     if prune is not None or write_onnx is not None:
         from dataclasses import replace
 
@@ -525,9 +531,11 @@ def verify(model, count, seed, json_path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Also write report.html / report.md into this folder, with the measured instructions per layer.")
+@click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
+              help="As for nn2c compile: speed, balanced or size.")
 @_output_options
 @_one_line_errors
-def bench(model, target, count, seed, top, as_json, report_dir, board) -> None:
+def bench(model, target, count, seed, top, as_json, report_dir, board, optimize="balanced") -> None:
     """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions and memory accesses.
 
     Checks the outputs against TFLM bit for bit and reports instructions, loads and stores per
@@ -541,13 +549,13 @@ def bench(model, target, count, seed, top, as_json, report_dir, board) -> None:
     from nn2c.errors import VerificationError
     from nn2c.targets.cortexm_bench import bench_model, format_report
 
-    options = None
+    options = None if optimize == "balanced" else CompileOptions(target=target, optimize=optimize)
     large_memory: bool | None = False  # None: the larger QEMU memory map when the model needs it
     if board is not None:
         spec = get_board(board)
         if spec.bench_target is None:
             raise UsageError(f"--board {spec.name}: {spec.note}")
-        options = _board_options(CompileOptions(target=target), board)
+        options = _board_options(CompileOptions(target=target, optimize=optimize), board)
         target, large_memory = options.target, None
     progress = _progress()
     with progress.step(f"cross-building for {target} and running {count} input(s) in QEMU"):
@@ -624,9 +632,12 @@ def _board_line(fit: dict[str, Any], basis: str, flash_what: str = "") -> str:
 @click.option("--top", type=click.IntRange(0, None), default=10, show_default=True,
               help="Layers to list (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+@click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
+              help="As for nn2c compile: speed, balanced or size.")
 @_output_options
 @_one_line_errors
-def profile(model, target, board, schedule, planner, ram_budget, opt_level, nhwc_io, top, as_json) -> None:
+def profile(model, target, board, schedule, planner, ram_budget, opt_level, nhwc_io, top, as_json,
+            optimize="balanced") -> None:
     """Profile MODEL without building C: static RAM (exactly nn2c compile's arena + state), flash (weights
     exact, code estimated), MACs, and instructions per layer predicted by a cost model fitted against
     QEMU counts (an estimate; bench/costmodel.py, docs/BENCHMARKS.md "Cost model"). With --board: whether
@@ -637,7 +648,7 @@ def profile(model, target, board, schedule, planner, ram_budget, opt_level, nhwc
     from nn2c.profiler import profile as run_profile
 
     options = CompileOptions(schedule=schedule, planner=planner, ram_budget=ram_budget, opt_level=opt_level,
-                             nhwc_io=nhwc_io)
+                             nhwc_io=nhwc_io, optimize=optimize)
     with _progress().step("profiling (compile's stages up to the memory plan; no C)"):
         result = run_profile(model, target=target, board=board, options=options)
     fit = None

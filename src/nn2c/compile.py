@@ -156,7 +156,7 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte."""
     target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")
-    lowered = lower(graph, name, target, options.debug, options.sparse)
+    lowered = lower(graph, name, target, options.debug, options.sparse, options.optimize)
     if options.npu is not None:  # compile_model only (nn2c.profile refuses --npu)
         from nn2c.npu.stage import partition_stage
 

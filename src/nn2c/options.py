@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCHEDULES = ("auto", "layer", "min-ram")  # memory/fusion.py
+# what a kernel with a choice of weight layouts favours (codegen/ops/fully_connected.py, lstm.py, svdf.py): "speed"
+# the fastest (more flash), "size" the least flash (weights no larger than the model's), "balanced" the default
+OPTIMIZE = ("speed", "balanced", "size")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class CompileOptions:
     # sparse int8 kernels for mostly-zero filters (codegen/ops/sparse.py): "auto" where the target's measured
     # cost model predicts them faster, "off", or "always" where a layer allows them
     sparse: str = "auto"
+    optimize: str = "balanced"  # OPTIMIZE
     # Arm Ethos-U microNPU (nn2c.npu): "ethos-u55-128", "ethos-u55-256" or "ethos-u65-256"; None: CPU only.
     # Vela's system configuration and memory mode (sections of its Arm/vela.ini); None: Vela's defaults
     npu: str | None = None

@@ -7,10 +7,13 @@ turn needs each lowering's scratch requests; the render stage binds them (codege
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,19 @@ from nn2c.errors import InvalidModelError, UnsupportedOpError
 from nn2c.ir import Node, Value, c_type
 from nn2c.target import TARGETS as TARGETS  # re-exported for importers of the old name
 from nn2c.target import Target, get_target
+
+
+@functools.cache
+def kernel_includes(family: str) -> tuple[str, ...]:
+    """The other kernel families whose headers kernels/nn2c_<family>.{h,c} include: their #include
+    lines are the one place that says which files a family needs beside its own."""
+    root = resources.files("nn2c") / "kernels"
+    found: list[str] = []
+    for ext in ("h", "c"):
+        entry = root / f"nn2c_{family}.{ext}"
+        if entry.is_file():
+            found += re.findall(r'^#include "nn2c_(\w+)\.h"', entry.read_text(), re.MULTILINE)
+    return tuple(f for f in dict.fromkeys(found) if f not in (family, "common"))
 
 
 @dataclass
@@ -48,9 +64,11 @@ class NodeCode:
 
 
 class EmitContext:
-    def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto") -> None:
+    def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto",
+                 optimize: str = "balanced") -> None:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
+        self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)
@@ -102,8 +120,13 @@ class EmitContext:
         return UnsupportedOpError(f"{self.node.where()}: {why}")
 
     def use_kernel(self, family: str) -> None:
-        """Copy kernels/nn2c_<family>.{c,h} into the output and include its header."""
+        """Copy kernels/nn2c_<family>.{c,h} into the output and include its header, with the families
+        its files include (nn2c_simd.h includes nn2c_conv.h for the geometry struct)."""
+        if family in self.kernels:
+            return
         self.kernels.add(family)
+        for needed in kernel_includes(family):
+            self.use_kernel(needed)
 
     def ptr(self, value: Value | None) -> str:
         """C expression of a pointer to the value's first element (NULL for an absent optional)."""

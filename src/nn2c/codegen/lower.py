@@ -52,11 +52,11 @@ def check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
 
 
 def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False,
-          sparse: str = "auto") -> LoweredModel:
+          sparse: str = "auto", optimize: str = "balanced") -> LoweredModel:
     """Lower every node of `graph` for `target`; `name` prefixes every C identifier."""
     lowerings = load_all()
     check_supported(graph, lowerings)
-    ctx = EmitContext(name, target, debug, sparse)
+    ctx = EmitContext(name, target, debug, sparse, optimize)
     for value in graph.inputs + graph.outputs:
         ctx.value_id(value)
         if value.is_constant:

@@ -43,6 +43,9 @@ class QuantParams:
     def per_channel(self) -> bool:
         return len(self.scale) > 1
 
+    def __deepcopy__(self, memo: dict) -> QuantParams:
+        return self  # immutable: a copied graph shares it (deepcopy would walk every per-channel scale)
+
     def __str__(self) -> str:
         if not self.per_channel:
             return f"q(scale={self.scale[0]:.6g}, zp={self.zero_point[0]})"
@@ -54,6 +57,9 @@ class TensorType:
     dtype: str
     shape: tuple[int, ...]
     quant: QuantParams | None = None
+
+    def __deepcopy__(self, memo: dict) -> TensorType:
+        return self  # immutable, replaced whole when a tensor's facts change
 
     @property
     def num_elements(self) -> int:

@@ -44,11 +44,12 @@ NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
 #define NN2C_LSTM_CHUNK 16
 
 /* acc[k] = folded[first + k] + sum_d w[first + k][d] v[d] (+ the weight-offset term), k < count: part of
- * one of a gate's two FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); w in
- * nn2c_sums_s8's layout. */
-static void nn2c_lstm_s8_sums(const int8_t *v, int32_t n, int32_t offset, const void *w, int32_t weight_offset,
-                              const int32_t *folded, int32_t first, int32_t count, int32_t *acc) {
-    nn2c_sums_s8(v, w, n, first, count, folded + first, acc);
+ * one of a gate's two FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); `sums` the
+ * row sums of w's layout (nn2c_rows_sums). */
+static void nn2c_lstm_s8_sums(nn2c_sums_fn sums, const int8_t *v, int32_t n, int32_t offset, const void *w,
+                              int32_t weight_offset, const int32_t *folded, int32_t first, int32_t count,
+                              int32_t *acc) {
+    sums(v, w, n, first, count, folded + first, acc);
     if (weight_offset != 0) { /* weight zero points: TFLite's int8 weights have none, other producers may */
         uint32_t total = (uint32_t)n * (uint32_t)offset;
         for (int32_t d = 0; d < n; ++d) {
@@ -67,13 +68,14 @@ static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t row
     const int32_t n = p->state_size;
     const nn2c_rescale_t qx = nn2c_rescale(p->input_multiplier[g], p->input_shift[g]);
     const nn2c_rescale_t qh = nn2c_rescale(p->recurrent_multiplier[g], p->recurrent_shift[g]);
+    const nn2c_sums_fn sums = nn2c_rows_sums(p->weights_layout);
     for (int32_t r = 0; r < rows; ++r) {
         for (int32_t j0 = 0; j0 < n; j0 += NN2C_LSTM_CHUNK) {
             int32_t from_x[NN2C_LSTM_CHUNK], from_h[NN2C_LSTM_CHUNK];
             const int32_t count = n - j0 < NN2C_LSTM_CHUNK ? n - j0 : NN2C_LSTM_CHUNK;
-            nn2c_lstm_s8_sums(x + r * n_in, n_in, p->input_offset, p->input_weights[g], p->input_weight_offset[g],
-                              p->bias[g], j0, count, from_x);
-            nn2c_lstm_s8_sums(h + r * n, n, p->hidden_offset, p->recurrent_weights[g],
+            nn2c_lstm_s8_sums(sums, x + r * n_in, n_in, p->input_offset, p->input_weights[g],
+                              p->input_weight_offset[g], p->bias[g], j0, count, from_x);
+            nn2c_lstm_s8_sums(sums, h + r * n, n, p->hidden_offset, p->recurrent_weights[g],
                               p->recurrent_weight_offset[g], p->recurrent_bias[g], j0, count, from_h);
             int16_t *o = out + r * n + j0;
             if (g == 2) { /* the activation chosen once per chunk, not per value */

@@ -82,8 +82,9 @@ NN2C_INLINE int16_t nn2c_lstm_tanh_s16(int16_t x, int32_t multiplier, int shift)
  * zero points only) is summed at run time. */
 typedef struct {
     NN2C_LSTM_QUANT_FIELDS
-    const void *input_weights[4];     /* [state_size x input_size], in nn2c_sums_s8's layout */
+    const void *input_weights[4];     /* [state_size x input_size], in the layout weights_layout */
     const void *recurrent_weights[4]; /* [state_size x state_size], likewise */
+    int32_t weights_layout;           /* NN2C_ROWS_* (nn2c_simd.h: nn2c_rows_sums) */
     const int32_t *bias[4];           /* bias + input_offset * sum(input weights row) */
     const int32_t *recurrent_bias[4]; /* hidden_offset * sum(recurrent weights row) */
 } nn2c_lstm_s8_params_t;

@@ -903,7 +903,8 @@ NN2C_INLINE int32_t nn2c_simd_dot_s8(const int8_t *a, const int8_t *b, int32_t n
 }
 
 /* Four rows at a time, the weights widened to int16 at compile time in SMLAD order (nn2c_simd.h):
- * per 4 inputs one LDR and two SXTB16, per row one LDRD and two SMLADs (17 instructions per 16 MACs). */
+ * per 4 inputs one LDR and two SXTB16, per row one LDRD and two SMLADs. In assembly: 17 instructions
+ * per 16 MACs (GCC 12 loads the words one by one: 22). */
 void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                   const int32_t *init, int32_t *acc) {
     const int32_t words = depth >> 2, rem = depth & 3;
@@ -913,6 +914,36 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
         const int32_t left = rows - r;
         int32_t s0 = init[r], s1 = left > 1 ? init[r + 1] : 0, s2 = left > 2 ? init[r + 2] : 0;
         int32_t s3 = left > 3 ? init[r + 3] : 0;
+#if defined(NN2C_INLINE_ASM)
+        if (words > 0) {
+            const int8_t *xp = x;
+            const int8_t *const x_end = x + 4 * words;
+            int32_t xe, xo, a, b;
+            __asm__ volatile(
+                "1:\n\t"
+                "ldr    %[xo], [%[xp]], #4\n\t"
+                "ldrd   %[a], %[b], [%[wp]], #8\n\t"
+                "sxtb16 %[xe], %[xo]\n\t"
+                "sxtb16 %[xo], %[xo], ror #8\n\t"
+                "smlad  %[s0], %[xe], %[a], %[s0]\n\t"
+                "smlad  %[s0], %[xo], %[b], %[s0]\n\t"
+                "ldrd   %[a], %[b], [%[wp]], #8\n\t"
+                "smlad  %[s1], %[xe], %[a], %[s1]\n\t"
+                "smlad  %[s1], %[xo], %[b], %[s1]\n\t"
+                "ldrd   %[a], %[b], [%[wp]], #8\n\t"
+                "smlad  %[s2], %[xe], %[a], %[s2]\n\t"
+                "smlad  %[s2], %[xo], %[b], %[s2]\n\t"
+                "ldrd   %[a], %[b], [%[wp]], #8\n\t"
+                "smlad  %[s3], %[xe], %[a], %[s3]\n\t"
+                "smlad  %[s3], %[xo], %[b], %[s3]\n\t"
+                "cmp    %[xp], %[x_end]\n\t"
+                "bne    1b\n\t"
+                : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [xp] "+r"(xp), [wp] "+r"(wp),
+                  [xe] "=&r"(xe), [xo] "=&r"(xo), [a] "=&r"(a), [b] "=&r"(b)
+                : [x_end] "r"(x_end)
+                : "cc", "memory");
+        }
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
         for (int32_t k = 0; k < words; ++k, wp += 8) {
             const int32_t xv = nn2c_simd_ld32(x + 4 * k), xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
             s0 = __smlad(xo, wp[1], __smlad(xe, wp[0], s0));
@@ -920,6 +951,7 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
             s2 = __smlad(xo, wp[5], __smlad(xe, wp[4], s2));
             s3 = __smlad(xo, wp[7], __smlad(xe, wp[6], s3));
         }
+#endif
         const int16_t *tail = w + 16 * words;
         for (int32_t t = 0; t < rem; ++t) {
             const int32_t v = x[4 * words + t];
@@ -950,15 +982,25 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
                   const int32_t *init, int32_t *acc) {
     const int8_t *w = (const int8_t *)weights + first * depth;
     int32_t r = 0;
+    const int32_t whole = depth & ~15;
     for (; r + 4 <= rows; r += 4, w += 4 * depth) {
         int32_t s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
-        for (int32_t d = 0; d < depth; d += 16) {
+        const int8_t *w1 = w + depth, *w2 = w1 + depth, *w3 = w2 + depth;
+        int32_t d = 0;
+        for (; d < whole; d += 16) { /* whole vectors unpredicated: GCC 12 keeps the loop free of VPR moves */
+            const int8x16_t vx = vld1q_s8(x + d);
+            s0 = vmladavaq_s8(s0, vld1q_s8(w + d), vx);
+            s1 = vmladavaq_s8(s1, vld1q_s8(w1 + d), vx);
+            s2 = vmladavaq_s8(s2, vld1q_s8(w2 + d), vx);
+            s3 = vmladavaq_s8(s3, vld1q_s8(w3 + d), vx);
+        }
+        if (d < depth) {
             const mve_pred16_t live = vctp8q((uint32_t)(depth - d));
             const int8x16_t vx = vldrbq_z_s8(x + d, live);
             s0 = vmladavaq_s8(s0, vldrbq_z_s8(w + d, live), vx);
-            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w + depth + d, live), vx);
-            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w + 2 * depth + d, live), vx);
-            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w + 3 * depth + d, live), vx);
+            s1 = vmladavaq_s8(s1, vldrbq_z_s8(w1 + d, live), vx);
+            s2 = vmladavaq_s8(s2, vldrbq_z_s8(w2 + d, live), vx);
+            s3 = vmladavaq_s8(s3, vldrbq_z_s8(w3 + d, live), vx);
         }
         acc[r] = s0;
         acc[r + 1] = s1;
@@ -985,6 +1027,143 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
     }
 }
 #endif
+
+#if defined(NN2C_SIMD_DSP)
+/* Four rows at a time from their interleaved int8 words: per 4 inputs one LDR and two SXTB16 for the
+ * input, two LDRDs for the four rows' words, and per row two SXTB16 and two SMLADs (21 instructions
+ * per 16 MACs, besides the loop's). */
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                         const int32_t *init, int32_t *acc) {
+    const int32_t words = depth >> 2, rem = depth & 3;
+    const int8_t *w = (const int8_t *)weights + first * depth;
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4, w += 4 * depth) {
+        const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+        int32_t s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
+        for (int32_t k = 0; k < words; ++k, wp += 4) {
+            const int32_t xv = nn2c_simd_ld32(x + 4 * k), xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
+            const int32_t a = wp[0], b = wp[1], c = wp[2], d = wp[3];
+            s0 = __smlad(xo, nn2c_sxtb16_ror8(a), __smlad(xe, __sxtb16(a), s0));
+            s1 = __smlad(xo, nn2c_sxtb16_ror8(b), __smlad(xe, __sxtb16(b), s1));
+            s2 = __smlad(xo, nn2c_sxtb16_ror8(c), __smlad(xe, __sxtb16(c), s2));
+            s3 = __smlad(xo, nn2c_sxtb16_ror8(d), __smlad(xe, __sxtb16(d), s3));
+        }
+        const int8_t *tail = w + 16 * words;
+        for (int32_t t = 0; t < rem; ++t) {
+            const int32_t v = x[4 * words + t];
+            s0 = nn2c_sums_wrap(s0, v * tail[t]);
+            s1 = nn2c_sums_wrap(s1, v * tail[rem + t]);
+            s2 = nn2c_sums_wrap(s2, v * tail[2 * rem + t]);
+            s3 = nn2c_sums_wrap(s3, v * tail[3 * rem + t]);
+        }
+        acc[r] = s0;
+        acc[r + 1] = s1;
+        acc[r + 2] = s2;
+        acc[r + 3] = s3;
+    }
+    for (; r < rows; ++r, w += depth) {
+        acc[r] = nn2c_simd_dot_s8(x, w, depth, init[r]);
+    }
+}
+#else /* Helium and the host read the rows as they are */
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                         const int32_t *init, int32_t *acc) {
+    nn2c_sums_s8(x, weights, depth, first, rows, init, acc);
+}
+#endif
+
+#define NN2C_FC_ROWS_CHUNK 16 /* output channels summed at a time (stack sums; a multiple of 4) */
+
+/* out[k] = clamp(MultiplyByQuantizedMultiplier(acc[k]) + offset), one multiplier for all: on Helium 4
+ * values a step (nn2c_mve_requant), elsewhere its roundings in registers (a negative shift: one 64-bit
+ * multiply-add and two shifts per value). */
+#if defined(NN2C_SIMD_MVE)
+static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
+                             int8_t *out) {
+    const int32_t multipliers[4] = {q.multiplier, q.multiplier, q.multiplier, q.multiplier};
+    const int32_t shifts[4] = {q.shift, q.shift, q.shift, q.shift};
+    for (int32_t k = 0; k < n; k += 4) {
+        const int32x4_t a = vldrwq_z_s32(acc + k, vctp32q((uint32_t)(n - k)));
+        nn2c_mve_store4(out + k, nn2c_mve_requant(a, multipliers, shifts, offset, lo, hi), n - k);
+    }
+}
+#else
+static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
+                             int8_t *out) {
+    if (q.shift < 0) {
+        const int64_t up = q.rounding[0], down = q.rounding[1];
+        const int32_t m = q.multiplier, right = -q.shift - 1;
+        for (int32_t k = 0; k < n; ++k) {
+            const int32_t x = acc[k];
+            const int64_t v = (x < 0 ? down : up) + (int64_t)x * m;
+            out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset((int32_t)(v >> 32) >> right, offset), lo, hi);
+        }
+        return;
+    }
+    for (int32_t k = 0; k < n; ++k) {
+        out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_mbqm(acc[k], q.multiplier, q.shift), offset), lo, hi);
+    }
+}
+#endif
+
+#if !defined(NN2C_SIMD_DSP) && !defined(NN2C_SIMD_MVE)
+/* The host (tests of a Cortex-M compile): weight (r, d) of a filter in any of the layouts, rows
+ * [first, end) summed by one call (a group of 4 rows past end is the narrow layout's plain tail). */
+static int32_t nn2c_rows_weight(const void *w, int32_t layout, int32_t depth, int32_t r, int32_t d, int32_t end) {
+    const int32_t g = r & ~3, i = r & 3, words = depth >> 2, rem = depth & 3;
+    if (layout == NN2C_ROWS_PLAIN || (layout == NN2C_ROWS_NARROW && g + 4 > end)) {
+        return ((const int8_t *)w)[(size_t)r * (size_t)depth + (size_t)d];
+    }
+    static const int32_t slot[2][4] = {{0, 1, 2, 3}, {0, 2, 1, 3}}; /* input d % 4 -> its place (SMLAD order) */
+    const size_t base = (size_t)g * (size_t)depth;
+    const size_t at = d < 4 * words ? base + (size_t)(16 * (d >> 2) + 4 * i + slot[layout == NN2C_ROWS_WIDE][d & 3])
+                                    : base + (size_t)(16 * words + i * rem + d - 4 * words);
+    return layout == NN2C_ROWS_WIDE ? ((const int16_t *)w)[at] : ((const int8_t *)w)[at];
+}
+#endif
+
+#if !defined(NN2C_SIMD_DSP) && !defined(NN2C_SIMD_MVE)
+static void nn2c_sums_s8_any(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
+                             int32_t rows, const int32_t *init, int32_t *acc) {
+    for (int32_t k = 0; k < rows; ++k) {
+        int32_t sum = init[k];
+        for (int32_t d = 0; d < depth; ++d) {
+            sum = nn2c_sums_wrap(sum, x[d] * nn2c_rows_weight(weights, layout, depth, first + k, d, first + rows));
+        }
+        acc[k] = sum;
+    }
+}
+
+void nn2c_sums_s8_narrow_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc) {
+    nn2c_sums_s8_any(x, weights, NN2C_ROWS_NARROW, depth, first, rows, init, acc);
+}
+
+void nn2c_sums_s8_wide_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                           const int32_t *init, int32_t *acc) {
+    nn2c_sums_s8_any(x, weights, NN2C_ROWS_WIDE, depth, first, rows, init, acc);
+}
+#endif
+
+void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t *output) {
+    const int32_t depth = p->depth, out_c = p->out_c, offset = p->output_offset, lo = p->act_min, hi = p->act_max;
+    const nn2c_sums_fn sums = nn2c_rows_sums(p->layout);
+    for (int32_t b = 0; b < p->batches; ++b, input += depth, output += out_c) {
+        for (int32_t c = 0; c < out_c; c += NN2C_FC_ROWS_CHUNK) {
+            const int32_t n = out_c - c < NN2C_FC_ROWS_CHUNK ? out_c - c : NN2C_FC_ROWS_CHUNK;
+            int32_t acc[NN2C_FC_ROWS_CHUNK];
+            sums(input, p->filter, depth, c, n, p->bias + c, acc);
+            if (p->multipliers == NULL) {
+                nn2c_fc_rows_out(acc, n, nn2c_rescale(p->multiplier, p->shift), offset, lo, hi, output + c);
+                continue;
+            }
+            for (int32_t k = 0; k < n; ++k) {
+                nn2c_fc_rows_out(acc + k, 1, nn2c_rescale(p->multipliers[c + k], p->shifts[c + k]), offset, lo, hi,
+                                 output + c + k);
+            }
+        }
+    }
+}
 
 void nn2c_dots_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t count, const int32_t *init, int32_t *acc) {
     for (int32_t k = 0; k < count; ++k, a += n, b += n) {

@@ -106,6 +106,57 @@ void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, 
  * host: [rows][depth] int8. */
 void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                   const int32_t *init, int32_t *acc);
+/* nn2c_sums_s8 over int8 weights as compact as the model's (--optimize size): Arm DSP: each whole group
+ * of 4 rows per 4 inputs [4 rows][4 int8], then [4 rows][depth % 4]; the last rows % 4 rows as they are
+ * (so a row starts at row * depth whatever the layout); Helium and the host: [rows][depth] int8. */
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                         const int32_t *init, int32_t *acc);
+
+#define NN2C_ROWS_PLAIN 0
+#define NN2C_ROWS_NARROW 1
+#define NN2C_ROWS_WIDE 2
+
+/* The layouts of a matrix for row sums (codegen/ops/conv.py pack_rows): PLAIN [rows][depth] int8 (Helium,
+ * the host), NARROW nn2c_sums_s8_narrow's Arm DSP layout, WIDE nn2c_sums_s8's (int16). */
+/* The host's readers of the Arm DSP layouts (tests of a Cortex-M compile built for the host). */
+void nn2c_sums_s8_narrow_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc);
+void nn2c_sums_s8_wide_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                           const int32_t *init, int32_t *acc);
+
+typedef void (*nn2c_sums_fn)(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                             const int32_t *init, int32_t *acc);
+
+/* The row sums of weights in this layout (chosen once per call of a kernel, not per sum). */
+NN2C_INLINE nn2c_sums_fn nn2c_rows_sums(int32_t layout) {
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    (void)layout;
+    return nn2c_sums_s8;
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    return layout == NN2C_ROWS_WIDE ? nn2c_sums_s8 : nn2c_sums_s8_narrow;
+#else
+    return layout == NN2C_ROWS_PLAIN ? nn2c_sums_s8 : layout == NN2C_ROWS_NARROW ? nn2c_sums_s8_narrow_any
+                                                                                  : nn2c_sums_s8_wide_any;
+#endif
+}
+
+/* FULLY_CONNECTED as row sums of its filter (--optimize speed: nn2c_sums_s8's int16 layout on the Arm
+ * DSP; --optimize size: nn2c_sums_s8_narrow), the input offset folded into the bias; a multiplier and a
+ * shift per output channel, or (multipliers NULL) one for all in the struct; no rounding tables. */
+typedef struct {
+    int32_t batches, depth, out_c;
+    const void *filter;
+    /* NN2C_ROWS_PLAIN: [out_c][depth] int8; NN2C_ROWS_NARROW: the Arm DSP's nn2c_sums_s8_narrow layout;
+     * NN2C_ROWS_WIDE: its nn2c_sums_s8 layout (int16) */
+    int32_t layout;
+    const int32_t *bias;
+    const int32_t *multipliers, *shifts;
+    int32_t multiplier, shift;
+    int32_t output_offset, act_min, act_max;
+} nn2c_fc_rows_params_t;
+
+void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t *output);
+
 /* acc[k] = init[k] + a_k . b_k, k < count, for consecutive int8 rows a_k = a + k n, b_k = b + k n (wrapping
  * in int32): an SVDF's time sums. */
 void nn2c_dots_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t count, const int32_t *init, int32_t *acc);

@@ -6,7 +6,7 @@
  *   4. per unit, bias + sum over its `rank` filters, requantised to the output.
  * The integer kernels sum plain products: the input and state zero points are folded into per-filter
  * and per-unit constants at compile time (exact modulo 2^32, as TFLite Micro's wrapping sums), and the
- * feature weights are in nn2c_sums_s8's layout (SMLAD / VMLADAVA on Cortex-M).
+ * feature weights are in the layout p->weights_layout says (nn2c_rows_sums: SMLAD / VMLADAVA on Cortex-M).
  * The integer kernel ignores the fused activation, as TFLite Micro does (it only clamps to int8). */
 #include <math.h>
 #include <string.h>
@@ -46,6 +46,7 @@ static void nn2c_svdf_dots_s16(const int16_t *a, const int16_t *b, int32_t n, in
     const int32_t total = p->batches * filters * memory;                                             \
     const nn2c_rescale_t to_state = nn2c_rescale(p->multiplier1, p->shift1);                         \
     const nn2c_rescale_t to_output = nn2c_rescale(p->multiplier2, p->shift2);                        \
+    const nn2c_sums_fn sums = nn2c_rows_sums(p->weights_layout);                                     \
     if (total > 1) {                                                                                 \
         nn2c_copy_down((int8_t *)state, (const int8_t *)(state + 1), (total - 1) * (int32_t)sizeof(T)); \
     }                                                                                                \
@@ -55,7 +56,7 @@ static void nn2c_svdf_dots_s16(const int16_t *a, const int16_t *b, int32_t n, in
         for (int32_t f0 = 0; f0 < filters; f0 += NN2C_SVDF_CHUNK) {                           \
             int32_t dots[NN2C_SVDF_CHUNK];                                                    \
             const int32_t n = filters - f0 < NN2C_SVDF_CHUNK ? filters - f0 : NN2C_SVDF_CHUNK; \
-            nn2c_sums_s8(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);   \
+            sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);           \
             for (int32_t k = 0; k < n; ++k) {                                                        \
                 int32_t dot = nn2c_rescale_apply(&to_state, dots[k]);                                \
                 /* TFLite Micro clamps, then adds the zero point and narrows with wrap-around */     \

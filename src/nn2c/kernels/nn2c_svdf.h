@@ -27,6 +27,7 @@ typedef struct {
     int32_t multiplier1, shift1; /* input * feature weights -> state */
     int32_t multiplier2, shift2; /* state * time weights -> output */
     const int32_t *feature_offsets; /* per filter: -input_zero_point * sum(weights_feature row) */
+    int32_t weights_layout;         /* of the feature weights: NN2C_ROWS_* (nn2c_simd.h: nn2c_rows_sums) */
 } nn2c_svdf_s8_params_t;
 
 typedef struct {
@@ -34,7 +35,7 @@ typedef struct {
     int32_t activation; /* NN2C_SVDF_ACT_* */
 } nn2c_svdf_f32_params_t;
 
-/* int8 input, int8 feature weights (in nn2c_sums_s8's layout), int16 time weights and state, an int32
+/* int8 input, int8 feature weights (in the layout weights_layout), int16 time weights and state, an int32
  * bias folded with the state zero point (bias - state_zero_point * sum of the unit's time weights), int8
  * output. */
 void nn2c_svdf_s8_s16(const nn2c_svdf_s8_params_t *p, const int8_t *input, const void *weights_feature,

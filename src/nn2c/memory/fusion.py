@@ -21,6 +21,7 @@ cost), and a RAM budget (the cheapest grouping that fits).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from nn2c.codegen.bands import BAND_COUNTS, Bands, copied_bytes, plan_bands
@@ -31,7 +32,7 @@ from nn2c.ir.cost import macs
 from nn2c.memory.arena import Planned, plan_buffers
 from nn2c.memory.lifetimes import Buffers, analyse
 from nn2c.memory.requests import align_up, live_bytes_lower_bound
-from nn2c.memory.rows import Member, inplace_distance, simulate
+from nn2c.memory.rows import Member, Trace, inplace_distance, simulate, trace_loop
 
 MAX_GROUP = 16  # operators in one group
 AUTO_OVERHEAD = 0.05  # auto: added cost at most this fraction of the model's estimated cost
@@ -105,24 +106,31 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     base_cost = _layer_cost(nodes, codes, ctx)
     layer_steps: list[Node | RowGroup] = list(nodes)
     memo: dict[int, Planned] = {}
-    layer_planner = planner if policy == "layer" else "exact"
-    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo, layer_planner)
-    layer_cost = layer_moved * MOVE_COST
     if policy == "layer" or not nodes:
-        return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
-                      planned=memo.get(id(layer_steps)))
+        layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo, planner)
+        return Choice(layer_steps, layer_ram, layer_ram, layer_moved * MOVE_COST, base_cost,
+                      [(layer_ram, layer_moved * MOVE_COST)], policy, planned=memo.get(id(layer_steps)))
     # instructions per MAC layer by layer: what a recomputed MAC of a column band's halo costs
     mac_cost = base_cost / max(sum(macs(n) for n in nodes), 1)
-    groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
+    # the layer-by-layer plan (an integer program: HiGHS releases the GIL) is solved on a second thread
+    # while this one weighs the groups; neither writes what the other reads
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        layer_plan = pool.submit(_measure, graph, codes, aliases, layer_steps, inplace, time_limit, memo, "exact")
+        groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
+        layer_ram, layer_moved = layer_plan.result()
+    layer_cost = layer_moved * MOVE_COST
     if not groups:  # nothing streams: layer by layer is the only schedule
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
+    kept = _undominated(groups)
     for sharing in (True, False):
-        options = _single_options(graph, codes, aliases, inplace and sharing) + groups
+        singles = _single_options(graph, codes, aliases, inplace and sharing)
+        options = singles + kept
+        covers = _Covers(options)
         on_curve = {level for level, _ in _curve(len(nodes), options)}
         least = min(on_curve, default=0)
-        near = sorted({o.peak for o in options if least <= o.peak <= least * 1.1})  # where chains of
+        near = sorted({o.peak for o in singles + groups if least <= o.peak <= least * 1.1})  # where chains of
         near = near[:: max(1, len(near) // NEAR_LEVELS)]  # offsets can decide the least RAM
         levels = sorted(set(near) | on_curve)
         for level in levels:
@@ -130,7 +138,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
             # with the least in-place offsets (chains of them add up in the arena, which the per-step
             # estimate cannot see)
             for drift_cost in ((1e-3, 1e3) if level in on_curve else (1e3,)):
-                picked = _cheapest(len(nodes), options, level, drift_cost)
+                picked = _cheapest(len(nodes), covers, level, drift_cost)
                 if not picked:
                     continue
                 key = tuple((o.first, o.last, id(o.group)) for o in picked)
@@ -262,36 +270,63 @@ def _front(covers: list[tuple[int, float, int, float]]) -> list[tuple[int, float
     return kept
 
 
-def _cheapest(count: int, options: list[Option], level: int, drift_cost: float = 1e-3) -> list[Option]:
+def _undominated(options: list[Option]) -> list[Option]:
+    """The options without those an earlier option of the same steps beats or equals in peak, cost and
+    offset: the programmes below never pick them (at any level the earlier one is allowed too, and on
+    equal sums the earlier one wins), and there are thousands of options on an MCUNet-size model."""
+    kept: list[Option] = []
+    by_span: dict[tuple[int, int], list[Option]] = {}
+    for o in options:
+        earlier = by_span.setdefault((o.first, o.last), [])
+        if any(e.peak <= o.peak and e.cost <= o.cost and e.drift <= o.drift for e in earlier):
+            continue
+        earlier.append(o)
+        kept.append(o)
+    return kept
+
+
+def _cheapest(count: int, options: list[Option] | _Covers, level: int, drift_cost: float = 1e-3) -> list[Option]:
     """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none);
     `drift_cost` per byte of in-place offset (1e-3: a tie-break; large: the least offset first)."""
-    ending: dict[int, list[Option]] = {}
-    for o in options:
-        if o.peak <= level:
-            ending.setdefault(o.last, []).append(o)
-    start: tuple[float, int, Option | None] = (0.0, 0, None)
-    best = [start] + [(float("inf"), 0, None)] * count
+    covers = options if isinstance(options, _Covers) else _Covers(options)
+    inf = float("inf")
+    best_sum = [0.0] + [inf] * count
+    best_groups = [0] * (count + 1)
+    best_option: list[Option | None] = [None] * (count + 1)
     for end in range(count):
-        for o in ending.get(end, []):
-            before = best[o.first][0]
-            if before == float("inf"):
+        at = end + 1
+        for peak, first, cost, drift, grouped, o in covers.ending.get(end, ()):
+            if peak > level:
+                continue
+            before = best_sum[first]
+            if before == inf:
                 continue
             # ties: fewer groups (simpler code), then deterministic by position
             # in-place offsets of consecutive steps add up in the arena (the per-step bound misses it):
             # between equal estimates, prefer the smaller ones
-            key = (before + o.cost + drift_cost * o.drift, best[o.first][1] + (o.group is not None))
-            if key < best[end + 1][:2]:
-                best[end + 1] = (key[0], key[1], o)
-    if best[count][0] == float("inf"):
+            total, groups = before + cost + drift_cost * drift, best_groups[first] + grouped
+            if (total, groups) < (best_sum[at], best_groups[at]):
+                best_sum[at], best_groups[at], best_option[at] = total, groups, o
+    if best_sum[count] == inf:
         return []
     picked: list[Option] = []
     at = count
     while at > 0:
-        chosen = best[at][2]
+        chosen = best_option[at]
         assert chosen is not None
         picked.append(chosen)
         at = chosen.first
     return picked[::-1]
+
+
+class _Covers:
+    """The options by the step they end at, in their order, as plain tuples (peak, first, cost, drift,
+    grouped, option): _cheapest runs over them at every level weighed."""
+
+    def __init__(self, options: list[Option]) -> None:
+        self.ending: dict[int, list[tuple[int, int, float, int, int, Option]]] = {}
+        for o in options:
+            self.ending.setdefault(o.last, []).append((o.peak, o.first, o.cost, o.drift, int(o.group is not None), o))
 
 
 def _single_options(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool) -> list[Option]:
@@ -369,13 +404,15 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
             for prepared in variants:
                 blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
                 for block in sorted(blocks):
-                    occupancy: list[int] | None = None
+                    try:  # the loop's calls whatever the windows' slack: traced once per block
+                        trace = trace_loop(prepared.members, block)
+                    except AssertionError:
+                        continue
                     for slack in SLACKS:
-                        group = _build(prepared, slack, block, lifetimes, last, inplace, occupancy)
-                        occupancy = group.sim.occupancy if group is not None else None
+                        group = _build(prepared, slack, trace, lifetimes, last, inplace)
                         if group is None:
                             break
-                        option = _option(group, first, last, lifetimes)
+                        option = _option(group, first, last, lifetimes, prepared.facts)
                         if not prepared.bands_only:
                             options.append(option)
                         # a band's windows are at least 1/max(BAND_COUNTS) of the rows' windows
@@ -391,7 +428,7 @@ def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliase
                                     variants.append(plain)
                             if prepared.alias is None:
                                 banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes,
-                                                  mac_cost)
+                                                  prepared.facts, mac_cost)
                                           for b in banding)
                                 # (never in place, never cheaper: only a lower peak makes one worth choosing)
                                 options += [o for o in banded if o.peak < option.peak]
@@ -450,6 +487,7 @@ class _Prepared:
     outside: list[Value]
     scratch_region: int
     scratch_offsets: list[list[int]]
+    facts: list[tuple[int, int]]  # per member: (MACs, output pixels), asked by every option
     feed: bool = False  # the first member hands the accumulating sink a few pixels at a time (RowGroup.feed)
     bands_only: bool = False  # the members without their sink alias: weighed in column bands only
 
@@ -468,14 +506,15 @@ def _prepare(run: list[StreamOp], alias_allowed: bool = True) -> _Prepared:
                 outside.append(value)
                 sources[id(value)] = -1 - (len(outside) - 1)
     region, offsets = _kernel_scratch(run)
-    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets)
+    facts = [(macs(op.node), max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)) for op in run]
+    return _Prepared(run, alias, [member_of(op, sources) for op in run], outside, region, offsets, facts)
 
 
-def _build(prepared: _Prepared, slack: int, block: int, lifetimes: _Lifetimes, last: int,
-           inplace: bool, occupancy: list[int] | None = None) -> RowGroup | None:
+def _build(prepared: _Prepared, slack: int, trace: Trace, lifetimes: _Lifetimes, last: int,
+           inplace: bool) -> RowGroup | None:
     members = prepared.members
     try:
-        sim = simulate(members, slack, block, occupancy)
+        sim = simulate(members, slack, trace.sim.block, trace)
     except AssertionError:
         return None
     # the options share the prepared lists: no step of the schedule or the code writes to them
@@ -509,7 +548,8 @@ def _kernel_scratch(run: list[StreamOp]) -> tuple[int, list[list[int]]]:
     return region, offsets
 
 
-def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, mac_cost: float = MAC_COST) -> Option:
+def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, facts: list[tuple[int, int]],
+            mac_cost: float = MAC_COST) -> Option:
     sink = group.outputs[0]
     live = lifetimes.alive_entering(first, last) + sink.type.num_bytes + sum(group.scratch)
     saving, drift = 0, 0
@@ -524,18 +564,17 @@ def _option(group: RowGroup, first: int, last: int, lifetimes: _Lifetimes, mac_c
     if group.bands is not None:  # every band runs the loop: its calls, halo MACs and copies
         cost += group.bands.recomputed_macs * mac_cost
         cost += copied_bytes(group.bands, group.ops, group.sim.member_calls) * MOVE_COST
-    for op, per_band in zip(group.ops, group.sim.member_calls, strict=True):
+    for op, per_band, (op_macs, pixels) in zip(group.ops, group.sim.member_calls, facts, strict=True):
         calls = per_band * bands
-        pixels = max(op.rows * op.row_elements // max(op.output.type.shape[-1], 1), 1)
         # each extra call: its set-up, and (an odd number of pixels per call) a last pixel that misses
         # the SIMD kernels' pixel pairs
         odd = round(pixels / max(calls, 1)) % 2
-        cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * macs(op.node) / pixels)
+        cost += (calls - 1) * (CALL_COST + odd * TAIL_COST * op_macs / pixels)
         if op.kind == "accumulate" and group.feed:  # no calls of its own: the convolution sums its pixels
             made = group.ops[0].output
             channels = made.type.shape[-1]
             feeds = -(-made.type.num_elements // (feed_pixels(channels) * channels))
-            cost += ACCUMULATE_COST * macs(op.node) + FEED_COST * feeds - (calls - 1) * CALL_COST
+            cost += ACCUMULATE_COST * op_macs + FEED_COST * feeds - (calls - 1) * CALL_COST
         elif op.kind == "accumulate" and op.function == "nn2c_fc_s8_simd":
-            cost += ACCUMULATE_COST * macs(op.node)  # the sums cannot use the SIMD kernel's filter layout
+            cost += ACCUMULATE_COST * op_macs  # the sums cannot use the SIMD kernel's filter layout
     return Option(first, last, live - saving, cost, group, drift, saving)

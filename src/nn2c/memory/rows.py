@@ -82,25 +82,52 @@ def steps(members: list[Member], readers: list[list[tuple[int, RowMap]]], block:
     return step
 
 
-def simulate(members: list[Member], slack: int = 0, block: int = 1, occupancy: list[int] | None = None) -> Simulation:
+@dataclass
+class Trace:
+    """The group's loop run once with unbounded windows: everything that does not depend on the
+    windows' capacity (the calls, their rows, the outside reads, the occupancy), and per call what a
+    window of some capacity needs to slide: (member, first row made, end row, lowest row its
+    consumers still read, ((source member, lowest row read of it), ...))."""
+
+    sim: Simulation
+    calls: list[tuple[int, int, int, int, tuple[tuple[int, int], ...]]]
+
+
+def simulate(members: list[Member], slack: int = 0, block: int = 1, trace: Trace | None = None) -> Simulation:
     """Run the group's loop: first with unbounded windows to find the occupancy of each window
-    (unless given: it depends on the block, not the slack), then with the planned capacities
-    (occupancy times 1 + slack), checking that every read finds its rows in the window."""
-    readers = consumers(members)
-    if occupancy is None:
-        occupancy = _run(members, readers, None, block).occupancy
+    (unless its trace is given: it depends on the block, not the slack), then replay its calls with
+    the planned capacities (occupancy times 1 + slack), checking that every read finds its rows in
+    the window."""
+    if trace is None:
+        trace = trace_loop(members, block)
+    occupancy = trace.sim.occupancy
     capacity = [0] * len(members)
     for j in range(len(members) - 1):
         capacity[j] = min(members[j].out_rows, occupancy[j] * (1 + slack))
-    result = _run(members, readers, capacity, block)
-    result.capacity = capacity
-    result.occupancy = occupancy
-    result.block = block
-    return result
+    done = trace.sim
+    return Simulation(list(occupancy), capacity, _slide(trace, capacity, members), done.calls, done.outside_reads,
+                      done.sink_calls, block, done.member_calls)
 
 
-def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacity: list[int] | None,
-         block: int) -> Simulation:
+def _slide(trace: Trace, capacity: list[int], members: list[Member]) -> int:
+    """Bytes the windows' slides move with these capacities. A window is slid (its rows still read
+    moved to the front) only when the call's rows do not fit behind its first row."""
+    first = [0] * len(members)
+    last = len(members) - 1
+    if all(capacity[j] >= members[j].out_rows for j in range(last)):
+        return 0  # every window holds its whole tensor: nothing slides, no row is dropped
+    moved = 0
+    for j, q0, q1, low, reads in trace.calls:
+        if j < last and q1 - first[j] > capacity[j]:
+            assert q1 - low <= capacity[j], "window too small to advance"
+            moved += (q0 - low) * members[j].row_bytes
+            first[j] = low
+        for source, lo in reads:
+            assert lo >= first[source], f"member {j} row {q0} reads a dropped row"
+    return moved
+
+
+def trace_loop(members: list[Member], block: int = 1) -> Trace:
     """Each iteration the sink asks for `block` more rows; every member makes the rows its consumers
     will need for that, at most its step more than it has (so the pipeline fills a step at a time
     instead of the first iteration making every member's whole halo at once, which would size the
@@ -108,14 +135,15 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
 
     Written on plain integers: the fusion stage runs this loop for every option it weighs (thousands
     on an MCUNet-size model)."""
+    readers = consumers(members)
     n = len(members)
-    done, first, occupancy = [0] * n, [0] * n, [0] * n
-    moved = calls = 0
+    done, occupancy = [0] * n, [0] * n
+    calls = 0
     reads: list[tuple[int, int, int, bool]] = []
     sink_calls: list[tuple[int, int]] = []
+    made: list[tuple[int, int, int, int, tuple[tuple[int, int], ...]]] = []
     member_calls = [0] * n
     out_rows = [m.out_rows for m in members]
-    row_bytes = [m.row_bytes for m in members]
     step = steps(members, readers, block)
     # per member: (consumer, stride, pad, span, in_rows) of each reader; (source, stride, pad, span,
     # in_rows) of each read of another member's rows; (outside tensor, stride, pad) of each outside read
@@ -144,6 +172,8 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
         for j in range(n):
             q0 = done[j]
             q1 = need[j]
+            if q1 <= q0:  # nothing asked of it this iteration (the reads below only lower q1)
+                continue
             if q1 > q0 + step[j]:
                 q1 = q0 + step[j]
             for source, stride, pad, span, in_rows in inner_reads[j]:
@@ -155,8 +185,8 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
                         q1 = allowed
             if q0 >= q1:
                 continue
-            if j < last:
-                low = q0  # rows a strided consumer skips may still be computed
+            low = q0
+            if j < last:  # rows a strided consumer skips may still be computed
                 for c, stride, pad, _, _ in reader_maps[j]:
                     if done[c] < out_rows[c]:
                         lo = done[c] * stride - pad
@@ -164,17 +194,14 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
                             low = lo if lo > 0 else 0
                 if q1 - low > occupancy[j]:
                     occupancy[j] = q1 - low
-                if capacity is not None and q1 - first[j] > capacity[j]:
-                    assert q1 - low <= capacity[j], "window too small to advance"
-                    moved += (q0 - low) * row_bytes[j]
-                    first[j] = low
+            lowest: tuple[tuple[int, int], ...] = ()
             for source, stride, pad, span, in_rows in inner_reads[j]:
                 hi = (q1 - 1) * stride - pad + span
                 assert hi <= done[source] or in_rows <= done[source], \
                     f"member {j} rows {q0}..{q1 - 1} read row {hi - 1} before it exists"
                 lo = q0 * stride - pad
-                assert capacity is None or (lo if lo > 0 else 0) >= first[source], \
-                    f"member {j} row {q0} reads a dropped row"
+                lowest += ((source, lo if lo > 0 else 0),)
+            made.append((j, q0, q1, low, lowest))
             for tensor, stride, pad in outer_reads[j]:
                 lo = q0 * stride - pad
                 reads.append((calls, tensor, lo if lo > 0 else 0, own_row[j]))
@@ -184,7 +211,8 @@ def _run(members: list[Member], readers: list[list[tuple[int, RowMap]]], capacit
             member_calls[j] += 1
             done[j] = q1
     assert done[last] >= sink_rows, "the group's loop does not finish"
-    return Simulation(occupancy, [0] * n, moved, calls, reads, sink_calls, member_calls=member_calls)
+    sim = Simulation(occupancy, [0] * n, 0, calls, reads, sink_calls, block, member_calls)
+    return Trace(sim, made)
 
 
 def inplace_distance(members: list[Member], sim: Simulation, outside: int, in_row_bytes: int) -> int:

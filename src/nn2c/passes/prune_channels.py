@@ -229,27 +229,32 @@ def _constant_channels(graph: Graph) -> dict[int, dict[int, int]]:
             rows = _channel_rows(node)
             inputs = known.get(id(x), {})
             padded = _reads_padding(node)
-            found = {}
-            # with no constant input channel, only a filter of zeros gives a constant (its bias)
-            outputs = (range(rows.shape[0]) if inputs else
-                       [int(o) for o in np.flatnonzero(~rows.reshape(rows.shape[0], -1).any(axis=1))])
-            for o in outputs:
-                acc = int(np.asarray(bias.data).reshape(-1)[o]) if bias is not None else 0
-                used = np.flatnonzero(rows[o].any(axis=0))
-                if node.op == "DEPTHWISE_CONV_2D":
-                    used = np.array([o]) if used.size else used
-                if used.size:
-                    if any(int(i) not in inputs for i in used):
-                        continue
-                    if padded and any(inputs[int(i)] != _zp(x) for i in used):
-                        continue  # a padded tap reads zp_in, the rest read k: not one value
-                    sums = rows[o].sum(axis=0)  # per input channel, over the taps
-                    for i in used:
-                        tap_sum = sums[0] if node.op == "DEPTHWISE_CONV_2D" else sums[i]
-                        acc += int(tap_sum) * (inputs[int(i)] - _zp(x))
-                k = _requantize(node, o, acc)
-                if k is not None:
-                    found[o] = k
+            found: dict[int, int] = {}
+            zp = _zp(x)
+            used: np.ndarray = np.asarray(rows.any(axis=1))  # [out, in]: the input channels each filter reads
+            if node.op == "DEPTHWISE_CONV_2D":  # output o reads input channel o alone
+                reads = used[:, 0]
+                constant = np.array([o in inputs for o in range(rows.shape[0])], dtype=bool)
+                zero_taps = np.array([inputs.get(o, zp) == zp for o in range(rows.shape[0])], dtype=bool)
+                ok = ~reads | (constant & (zero_taps | (not padded)))
+                offset_rows = np.array([inputs.get(o, zp) - zp for o in range(rows.shape[0])], dtype=np.int64)
+                sums = rows.sum(axis=1)[:, 0] * offset_rows * reads
+            else:
+                constant = np.zeros(rows.shape[2], dtype=bool)
+                offset = np.zeros(rows.shape[2], dtype=np.int64)  # k - zp_in of each constant input channel
+                for i, k in inputs.items():
+                    if 0 <= i < rows.shape[2]:
+                        constant[i], offset[i] = True, k - zp
+                ok = ~(used & ~constant).any(axis=1)  # every channel it reads is constant
+                if padded:  # a padded tap reads zp_in, the rest read k: one value only where k = zp_in
+                    ok &= ~(used & (offset != 0)).any(axis=1)
+                sums = (rows.sum(axis=1) * offset).sum(axis=1)  # unread channels' sums are 0
+            bias_data = np.asarray(bias.data).reshape(-1) if bias is not None else None
+            for o in np.flatnonzero(ok):
+                acc = int(bias_data[o]) if bias_data is not None else 0
+                constant_out = _requantize(node, int(o), acc + int(sums[o]))
+                if constant_out is not None:
+                    found[int(o)] = constant_out
             if found:
                 known[id(out)] = found
         elif _pass_through(node) and _is_int8(out):
@@ -284,6 +289,7 @@ class _Closure:
         # id(node) -> _matmul_ok(node), asked for every channel of every neighbour: the graph does not
         # change while closures are computed
         self.understood = {id(n): _matmul_ok(n) for n in graph.nodes}
+        self._removable_memo: dict[int, np.ndarray] = {}
 
     def _unread(self, node: Node) -> np.ndarray:
         """Per input channel of `node`: True where no weight reads it."""
@@ -293,27 +299,61 @@ class _Closure:
         return self.zero_columns[id(node)]
 
     def candidates(self, value: Value) -> list[int]:
-        """The channels of `value` whose closure may exist: a cheap superset of those `close` accepts
-        (every reader that is not a depthwise or pass-through needs the channel constant or unread),
+        """The channels of `value` whose closure may exist: a cheap superset of those `close` accepts,
         so that the closure runs only where it can succeed."""
-        if id(value) in self.outputs or value.producer is None or not _is_activation(value):
-            return []
-        known = self.known.get(id(value), {})
-        channels = value.type.shape[-1]
-        mask = np.ones(channels, dtype=bool)
+        return [int(c) for c in np.flatnonzero(self._removable(value))]
+
+    def _removable(self, value: Value) -> np.ndarray:
+        """Per channel of `value`: False where some reader certainly keeps it. A convolution or
+        FULLY_CONNECTED reader needs the channel constant or unread; a depthwise or pass-through reader
+        passes the question on to its own output's channel (memoised: an expanded channel of an
+        inverted bottleneck is otherwise closed, and refused, once per channel)."""
+        key = id(value)
+        if key in self._removable_memo:
+            return self._removable_memo[key]
+        channels = value.type.shape[-1] if value.type.shape else 0
+        mask = np.zeros(channels, dtype=bool)
+        self._removable_memo[key] = mask
+        if key in self.outputs or value.producer is None or not _is_activation(value):
+            return mask
+        known = self.known.get(key, {})
+        mask[:] = True
         for user in value.users:
             positions = [i for i, v in enumerate(user.inputs) if v is value]
+            out = user.outputs[0] if user.outputs else None
             if self.understood.get(id(user), False) and positions == [0]:
-                if user.op != "DEPTHWISE_CONV_2D":
-                    unread = self._unread(user)
-                    if unread.shape != mask.shape:
-                        return []
-                    constant = np.zeros(channels, dtype=bool)
-                    constant[[c for c in known if 0 <= c < channels]] = True
-                    mask &= unread | constant
-            elif not _pass_through(user) or (positions != [0] and (user.op != "CONCATENATION" or len(positions) != 1)):
-                return []
-        return [int(c) for c in np.flatnonzero(mask)]
+                if user.op == "DEPTHWISE_CONV_2D":
+                    assert out is not None
+                    passed = self._removable(out)
+                    if passed.shape != mask.shape:
+                        mask[:] = False
+                        break
+                    mask &= passed
+                    continue
+                unread = self._unread(user)
+                if unread.shape != mask.shape:
+                    mask[:] = False
+                    break
+                constant = np.zeros(channels, dtype=bool)
+                constant[[c for c in known if 0 <= c < channels]] = True
+                mask &= unread | constant
+            elif _pass_through(user) and out is not None and positions == [0] and user.op != "CONCATENATION":
+                passed = self._removable(out)
+                if passed.shape != mask.shape:
+                    mask[:] = False
+                    break
+                mask &= passed
+            elif _pass_through(user) and out is not None and user.op == "CONCATENATION" and len(positions) == 1:
+                start = next(s for s, v in _concat_offsets(user) if v is value)
+                passed = self._removable(out)[start : start + channels]
+                if passed.shape != mask.shape:
+                    mask[:] = False
+                    break
+                mask &= passed
+            else:
+                mask[:] = False
+                break
+        return mask
 
     def close(self, start: Value, channel: int) -> dict[int, tuple[Value, set[int]]] | None:
         found: dict[int, tuple[Value, set[int]]] = {}

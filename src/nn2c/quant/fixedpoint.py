@@ -19,6 +19,7 @@ more than one such conversion, and nn2c matches each where TFLite Micro uses it:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -58,6 +59,28 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
         shift = 30
         q_fixed = (1 << 31) - 1
     return int(q_fixed), int(shift)
+
+
+def quantize_multipliers(real_multipliers: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """quantize_multiplier of each (int32 mantissas, int32 shifts), on arrays: the same IEEE double
+    steps (frexp, the product by 2^31, + 0.5 and floor), so the same integers, for a layer's channels
+    at once."""
+    real = np.asarray(real_multipliers, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(real) | (real < 0.0)
+    if bad.any():
+        raise ValueError(f"quantization multiplier {real[bad][0]} is not a finite non-negative number")
+    fraction, shift = np.frexp(real)
+    scaled = fraction * float(1 << 31)
+    q_fixed = (np.floor(np.abs(scaled) + 0.5) * np.where(scaled >= 0, 1.0, -1.0)).astype(np.int64)
+    shift = shift.astype(np.int64)
+    full = q_fixed == (1 << 31)
+    q_fixed = np.where(full, q_fixed // 2, q_fixed)
+    shift = np.where(full, shift + 1, shift)
+    flushed = (real == 0.0) | (shift < -31)  # zero, or too small to represent: TFLite flushes to zero
+    q_fixed, shift = np.where(flushed, 0, q_fixed), np.where(flushed, 0, shift)
+    capped = shift > 30  # TFLite caps it so that left shifts stay in range
+    q_fixed, shift = np.where(capped, (1 << 31) - 1, q_fixed), np.where(capped, 30, shift)
+    return q_fixed.astype(np.int32), shift.astype(np.int32)
 
 
 def quantize_multiplier_uncapped(real_multiplier: float) -> tuple[int, int]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from nn2c.codegen.context import EmitContext
 from nn2c.ir import Value
 from nn2c.quant.fixedpoint import (
     activation_range_float,
     activation_range_quantized,
-    quantize_multiplier,
+    quantize_multipliers,
 )
 
 INT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "uint8": (0, 255)}
@@ -47,9 +45,7 @@ def float_activation_range(ctx: EmitContext, activation: str) -> tuple[float, fl
 
 def multiplier_arrays(ctx: EmitContext, real_multipliers: list[float]) -> tuple[str, str]:
     """Flash arrays of the Q31 mantissas and shifts of real multipliers (TFLite QuantizeMultiplier)."""
-    pairs = [quantize_multiplier(m) for m in real_multipliers]
-    mantissas = np.array([m for m, _ in pairs], dtype=np.int32)
-    shifts = np.array([s for _, s in pairs], dtype=np.int32)
+    mantissas, shifts = quantize_multipliers(real_multipliers)
     return (
         ctx.const_array(mantissas, "int32_t", "output multipliers"),
         ctx.const_array(shifts, "int32_t", "output shifts"),

@@ -38,7 +38,7 @@ from nn2c.codegen.ops.common import (
 )
 from nn2c.codegen.ops.matmul import conv_f32_runtime_filter
 from nn2c.ir import Node, Value
-from nn2c.quant.fixedpoint import quantize_multiplier
+from nn2c.quant.fixedpoint import quantize_multipliers
 
 LANES = 8  # output channels per float block (NN2C_CONV_LANES)
 
@@ -195,11 +195,43 @@ def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
     words = depth // 4
     padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
     padded[:count] = rows
-    groups = padded.reshape(-1, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(-1, 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    groups = padded.reshape(len(padded) // 4, 4, depth)  # [group][row][depth]
+    body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     tail = groups[:, :, 4 * words:]
-    packed = np.concatenate([body.reshape(len(groups), -1), tail.reshape(len(groups), -1)], axis=1)
+    packed = np.concatenate([body.reshape(len(groups), 16 * words), tail.reshape(len(groups), 4 * (depth % 4))],
+                            axis=1)
     return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
+
+
+ROWS_PLAIN, ROWS_NARROW, ROWS_WIDE = 0, 1, 2  # nn2c_simd.h NN2C_ROWS_*: the layouts nn2c_rows_sums reads
+
+
+def pack_rows(ctx: EmitContext, rows: np.ndarray, comment: str, wide: bool) -> tuple[str, int]:
+    """A constant int8 matrix for nn2c_rows_sums and its layout: on the Arm DSP widened to int16 in SMLAD
+    order (`wide`: the fastest, twice the flash) or in exactly its own bytes (the narrow layout); elsewhere
+    as it is."""
+    if not ctx.target.row_sums_int16:
+        return ctx.const_array(np.ascontiguousarray(rows, dtype=np.int8).reshape(-1), "int8_t", comment), ROWS_PLAIN
+    if wide:
+        return pack_row_sums(ctx, rows, comment), ROWS_WIDE
+    return pack_rows_narrow(ctx, rows, comment), ROWS_NARROW
+
+
+def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
+    """A constant [rows, depth] int8 matrix as nn2c_sums_s8_narrow reads it, in exactly rows x depth
+    bytes: on the Arm DSP each whole group of 4 rows per 4 inputs [4 rows][4 int8] then [4 rows][depth % 4],
+    the last rows % 4 rows as they are; elsewhere the rows as they are."""
+    rows = np.ascontiguousarray(np.asarray(rows, dtype=np.int8))
+    count, depth = rows.shape
+    if not ctx.target.row_sums_int16:
+        return ctx.const_array(rows.reshape(-1), "int8_t", comment)
+    words, whole = depth // 4, count // 4 * 4
+    groups = rows[:whole].reshape(whole // 4, 4, depth)  # [group][row][depth]
+    body = groups[:, :, :4 * words].reshape(whole // 4, 4, words, 4).transpose(0, 2, 1, 3)
+    tail = groups[:, :, 4 * words:]
+    packed = np.concatenate([body.reshape(whole // 4, 4 * 4 * words), tail.reshape(whole // 4, 4 * (depth % 4))],
+                            axis=1)
+    return ctx.const_array(np.concatenate([packed.reshape(-1), rows[whole:].reshape(-1)]), "int8_t", comment)
 
 
 def folded_bias(bias: np.ndarray | None, rows: np.ndarray, input_offset: int, channels: int,
@@ -224,16 +256,16 @@ def requant_rounding(shifts: np.ndarray) -> np.ndarray:
     """Per channel 2^30 + 2^(30 - shift) and that - 2^31 (for negative accumulators) when shift < 0,
     else 0, 0: both roundings of TFLite's MultiplyByQuantizedMultiplier in one 64-bit constant
     (nn2c_simd_requant)."""
-    pairs = [((1 << 30) + (1 << (30 - int(s))), (1 << 30) + (1 << (30 - int(s))) - (1 << 31)) if s < 0 else (0, 0)
-             for s in shifts]
-    return np.array(pairs, dtype=np.int64).reshape(-1)
+    shift = np.asarray(shifts, dtype=np.int64).reshape(-1)
+    negative = shift < 0  # (quantize_multiplier's shifts are >= -31: 2^61 at most)
+    up = np.where(negative, (1 << 30) + np.left_shift(np.int64(1), np.where(negative, 30 - shift, 0)), 0)
+    down = np.where(negative, up - (1 << 31), 0)
+    return np.stack([up, down], axis=1).reshape(-1).astype(np.int64)
 
 
 def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str]:
     """Q31 multipliers, shifts and roundings, zero-padded to whole groups of 4 channels."""
-    pairs = [quantize_multiplier(m) for m in real]
-    mantissas = pad_channels(np.array([m for m, _ in pairs], dtype=np.int32))
-    shifts = pad_channels(np.array([s for _, s in pairs], dtype=np.int32))
+    mantissas, shifts = (pad_channels(a) for a in quantize_multipliers(real))
     return (ctx.const_array(mantissas, "int32_t", "output multipliers"),
             ctx.const_array(shifts, "int32_t", "output shifts"),
             ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
@@ -261,7 +293,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
 
 def _real_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
     in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    return [float(in_scale * np.float64(s) / out_scale) for s in filter_scales]
+    return (in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist()  # the same IEEE steps
 
 
 def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:
@@ -479,12 +511,12 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     assert lanes is not None, f"{ctx.target.name} has no depthwise SIMD kernel"
     data = np.asarray(w.data, dtype=np.int8).reshape(-1, geom.out_c)  # [taps][channels]
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
-    pairs = [quantize_multiplier(m) for m in real]
+    mantissas, shifts = quantize_multipliers(real)
     bias_data = None if bias is None else np.asarray(bias.data)
     per_channel = {
         "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, min(lanes, 8)),
-        "multipliers": pad_channels(np.array([m for m, _ in pairs], dtype=np.int32), min(lanes, 8)),
-        "shifts": pad_channels(np.array([s for _, s in pairs], dtype=np.int32), min(lanes, 8)),
+        "multipliers": pad_channels(mantissas, min(lanes, 8)),
+        "shifts": pad_channels(shifts, min(lanes, 8)),
     }
     if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)

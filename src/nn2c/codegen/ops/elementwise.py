@@ -240,7 +240,6 @@ def _add_s8_simd(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -
     fields = _add_q_fields(ctx, node, a, b, out)
     shifts = [fields["input1_shift"], fields["input2_shift"], fields["output_shift"]]
     ctx.use_kernel("simd")
-    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h
     params = ctx.params_struct("nn2c_add_simd_params_t", {
         "count": out.type.num_elements,
         "input1_offset": fields["input1_offset"], "input2_offset": fields["input2_offset"],

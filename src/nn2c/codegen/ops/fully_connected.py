@@ -22,10 +22,50 @@ from nn2c.codegen.ops.common import (
     scales,
     zero_point,
 )
-from nn2c.codegen.ops.conv import check_bias, gemm_fields, simd_layout
+from nn2c.codegen.ops.conv import (
+    check_bias,
+    folded_bias,
+    gemm_fields,
+    pack_rows,
+    simd_layout,
+)
 from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, sparse_plan
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
+from nn2c.quant.fixedpoint import quantize_multipliers
+
+
+def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_max: int, batches: int) -> bool:
+    """--optimize speed / size on a SIMD core: the filter as row sums (nn2c_fc_s8_rows), for speed widened
+    to int16 in SMLAD order on the Arm DSP (twice the filter's flash; Helium's row sums read int8, so its
+    speed is the balanced kernel), for size in exactly the model's bytes (filter and folded bias), a
+    per-tensor filter's multiplier in the parameter struct, no rounding tables. False where the balanced
+    kernel runs."""
+    wide = ctx.optimize == "speed" and ctx.target.row_sums_int16
+    if not wide and ctx.optimize != "size":
+        return False
+    x, w, bias, out = node.inputs[0], node.inputs[1], node.input(2), node.outputs[0]
+    assert x is not None and w is not None and w.data is not None
+    out_c, depth = w.type.shape[0], w.type.shape[-1]
+    rows = np.asarray(w.data, dtype=np.int8).reshape(out_c, depth)
+    mantissas, shifts = quantize_multipliers(real)
+    what = "filter as row sums, " + ("int16 in SMLAD order (--optimize speed)" if wide else "int8 (--optimize size)")
+    packed, layout = pack_rows(ctx, rows, what, wide)
+    ctx.use_kernel("simd")
+    params = ctx.params_struct("nn2c_fc_rows_params_t", {
+        "batches": batches, "depth": depth, "out_c": out_c,
+        "filter": packed,
+        "layout": layout,
+        "bias": ctx.const_array(folded_bias(None if bias is None else np.asarray(bias.data), rows, -zero_point(x),
+                                            out_c, pad_to=1), "int32_t", "bias with the input offset folded in"),
+        # one multiplier for a per-tensor filter: in the struct, as the model keeps its scale beside the tensor
+        "multipliers": ctx.const_array(mantissas, "int32_t", "output multipliers") if len(real) > 1 else "NULL",
+        "shifts": ctx.const_array(shifts, "int32_t", "output shifts") if len(real) > 1 else "NULL",
+        "multiplier": int(mantissas[0]), "shift": int(shifts[0]),
+        "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max,
+    })
+    ctx.call("nn2c_fc_s8_rows", params, ctx.ptr(x), ctx.ptr(out))
+    return True
 
 
 def fc_s8_params(ctx: EmitContext, node: Node) -> str:
@@ -90,7 +130,6 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             layout = sparse_plan(ctx, rows, batches)
             if layout is not None:
                 ctx.use_kernel("sparse")
-                ctx.use_kernel("conv")  # nn2c_sparse.h includes nn2c_conv.h (geometry)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
                     "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
                                        act_max, one_row=batches < 4),
@@ -98,11 +137,12 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 })
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
                 return
+        if simd_layout(ctx) and constant and _fc_rows(ctx, node, real, act_min, act_max, batches):
+            return
         # run-time weights (TFLM allows them) cannot be re-laid out: the portable kernel reads them as they are
         if simd_layout(ctx) and constant:
             # Cortex-M: the input offset folded into the bias, the filter re-laid out (nn2c_simd.c)
             ctx.use_kernel("simd")
-            ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
             per_channel = real if len(real) > 1 else real * output_depth
             fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),

@@ -24,7 +24,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
-from nn2c.codegen.ops.conv import folded_bias, pack_row_sums
+from nn2c.codegen.ops.conv import folded_bias, pack_rows
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier, round_half_away
 
@@ -110,8 +110,6 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
     clip = float(node.attrs.get("cell_clip", 0.0))
     weight_type, bias_type = weights[0].type.dtype, biases[0].type.dtype
     ctx.use_kernel("lstm")
-    ctx.use_kernel("simd")  # the int8 gates' sums (nn2c_lstm.c includes nn2c_simd.h)
-    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
 
     if x.type.dtype == "float32":
         if weight_type != "float32" or bias_type != "float32" or cell.type.dtype != "float32":
@@ -140,10 +138,13 @@ def unidirectional_sequence_lstm(node: Node, ctx: EmitContext) -> None:
             raise ctx.unsupported(f"LSTM tensor {value.name!r} must be quantized per tensor")
     fields = {**sizes, **_integer_fields(ctx, x, hidden, cell, weights, clip)}
     if x.type.dtype == "int8":
-        # the int8 kernel sums plain products (nn2c_sums_s8): offsets folded here (nn2c_lstm.h), and only
-        # the re-laid-out weights are emitted
-        fields["input_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[:4]]
-        fields["recurrent_weights"] = [pack_row_sums(ctx, _rows(w), w.name) for w in weights[4:]]
+        # the int8 kernel sums plain products (nn2c_rows_sums): offsets folded here (nn2c_lstm.h), and only
+        # the re-laid-out weights are emitted (widened to int16 on the Arm DSP but with --optimize size)
+        wide = ctx.optimize != "size"
+        packed = [pack_rows(ctx, _rows(w), w.name, wide) for w in weights]
+        fields["input_weights"] = [ident for ident, _ in packed[:4]]
+        fields["recurrent_weights"] = [ident for ident, _ in packed[4:]]
+        fields["weights_layout"] = packed[0][1]
         fields["bias"] = [_folded(ctx, w, b, -zero_point(x)) for w, b in zip(weights[:4], biases, strict=True)]
         fields["recurrent_bias"] = [_folded(ctx, w, None, -zero_point(hidden)) for w in weights[4:]]
     else:

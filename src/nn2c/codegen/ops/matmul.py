@@ -114,7 +114,6 @@ def batch_matmul(node: Node, ctx: EmitContext) -> None:
                          bool(node.attrs.get("adj_y", False)))
     if out.type.num_elements == 0:
         return
-    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h (the geometry struct)
     ctx.use_kernel("matmul")
     activation = node.fused_activation
     if dtype == "float32":
@@ -281,7 +280,6 @@ def det(node: Node, ctx: EmitContext) -> None:
         return
     n = shape[-1]
     ctx.use_kernel("matmul")
-    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
     ctx.call("nn2c_det_f32", str(prod(shape[:-2])), str(n), ctx.scratch(8 * max(n * n, 1)), ctx.ptr(x), ctx.ptr(out))
 
 
@@ -308,7 +306,6 @@ def causal_conv(node: Node, ctx: EmitContext) -> None:
     if batch * channels == 0:
         return
     ctx.use_kernel("matmul")
-    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
     params = ctx.params_struct("nn2c_causal_conv_params_t", {
         "batch": batch, "channels": channels, "length": length, "kernel": k,
         "silu": int(node.attrs.get("activation", "none") == "silu")})
@@ -340,7 +337,6 @@ def deform_conv(node: Node, ctx: EmitContext) -> None:
     if out.type.num_elements == 0:
         return
     ctx.use_kernel("matmul")
-    ctx.use_kernel("conv")  # nn2c_matmul.h includes nn2c_conv.h
     (sh, sw), (pt, pl), (dh, dw) = a["strides"], a["pads"][:2], a["dilations"]
     params = ctx.params_struct("nn2c_deform_conv_params_t", {
         "batch": n, "channels": channels, "height": height, "width": width, "out_channels": oc,

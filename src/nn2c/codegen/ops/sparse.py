@@ -76,15 +76,28 @@ class SparseLayout:
         return self.counts.size // max(self.out_c, 1)
 
 
+def _segment_blocks(rows: np.ndarray) -> np.ndarray:
+    """[out_c, depth] -> [out_c * segments, SEGMENT]: each channel's segments, zero-padded."""
+    out_c, depth = rows.shape
+    segments = max(-(-depth // SEGMENT), 1)
+    padded = np.zeros((out_c, segments * SEGMENT), dtype=np.int8)
+    padded[:, :depth] = rows
+    return padded.reshape(out_c * segments, SEGMENT)
+
+
+def stored_entries(rows: np.ndarray) -> int:
+    """SparseLayout.entries of these rows without building the layout: each (channel, segment) list's
+    nonzeros padded to the block."""
+    nonzeros = np.count_nonzero(_segment_blocks(rows), axis=1)
+    return int((-(-nonzeros // BLOCK) * BLOCK).sum(dtype=np.int64))
+
+
 def sparse_layout(rows: np.ndarray) -> SparseLayout:
     """[out_c, depth] int8 -> its SparseLayout: the nonzeros channel after channel, segment after segment,
     in increasing input order, each segment's list padded with zero weights at position 0 to a multiple
     of 4 entries (the kernels' block)."""
     out_c, depth = rows.shape
-    segments = max(-(-depth // SEGMENT), 1)
-    padded = np.zeros((out_c, segments * SEGMENT), dtype=np.int8)
-    padded[:, :depth] = rows
-    blocks = padded.reshape(out_c * segments, SEGMENT)
+    blocks = _segment_blocks(rows)
     nonzeros = np.count_nonzero(blocks, axis=1)
     counts = (-(-nonzeros // BLOCK) * BLOCK).astype(np.uint16)
     positions = np.zeros(int(counts.sum()), dtype=np.uint8)
@@ -102,10 +115,16 @@ def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int
     """(dense, sparse) instructions the target's fitted model predicts for this filter applied to
     input_rows rows, or None when the target has no measured model (also nn2c.profile's prediction of
     a sparse step)."""
+    return predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
+
+
+def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int
+                    ) -> tuple[float, float] | None:
+    """predicted_instructions of a [out_c, depth] filter stored as `entries` sparse entries."""
     cost = target.sparse_cost(input_rows >= 4)
     if cost is None:
         return None
-    dense, sparse = cost_features(layout.out_c, layout.depth, input_rows, layout.entries)
+    dense, sparse = cost_features(out_c, depth, input_rows, entries)
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
 
@@ -134,12 +153,12 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> SparseLa
     predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower)."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
-    layout = sparse_layout(rows)
     if ctx.sparse == "always":
-        return layout
-    predicted = predicted_instructions(ctx.target, layout, input_rows)
+        return sparse_layout(rows)
+    # the decision needs only the count of stored entries: the layout is built for the layers it takes
+    predicted = predicted_costs(ctx.target, rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))
     chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
-    return layout if chosen else None
+    return sparse_layout(rows) if chosen else None
 
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,

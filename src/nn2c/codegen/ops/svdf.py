@@ -18,7 +18,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
-from nn2c.codegen.ops.conv import folded_bias, pack_row_sums
+from nn2c.codegen.ops.conv import folded_bias, pack_rows
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier
 
@@ -65,8 +65,6 @@ def svdf(node: Node, ctx: EmitContext) -> None:
         raise ctx.unsupported("SVDF weights and bias must be constant")
     dims = _check_shapes(ctx, x, wf, wt, bias, state, out, int(node.attrs.get("rank", 1)))
     ctx.use_kernel("svdf")
-    ctx.use_kernel("simd")  # the int8 feature sums and time dots (nn2c_svdf.c includes nn2c_simd.h)
-    ctx.use_kernel("conv")  # nn2c_simd.h includes nn2c_conv.h (geometry); unused code is not linked
     dtypes = (x.type.dtype, wf.type.dtype, wt.type.dtype, state.type.dtype, bias.type.dtype, out.type.dtype)
 
     if dtypes[0] == "int8":
@@ -95,6 +93,8 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
         if value.type.quant is None or value.type.quant.per_channel:
             raise ctx.unsupported(f"SVDF tensor {value.name!r} must be quantized per tensor")
     features = np.asarray(wf.data, dtype=np.int8).reshape(dims["filters"], dims["input_size"])
+    # widened to int16 on the Arm DSP but with --optimize size
+    packed, layout = pack_rows(ctx, features, wf.name, wide=ctx.optimize != "size")
     m1, s1 = quantize_multiplier(_float32_scale(scale(x), scale(wf), scale(state)))
     m2, s2 = quantize_multiplier(_float32_scale(scale(state), scale(wt), scale(out)))
     params = ctx.params_struct("nn2c_svdf_s8_params_t", {
@@ -107,11 +107,12 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
         # the zero points folded: sum w (x - zx) = sum w x - zx sum w (nn2c_svdf.c), likewise for the state
         "feature_offsets": ctx.const_array(folded_bias(None, features, -zero_point(x), dims["filters"], 1),
                                            "int32_t", f"{wf.name} input offset folded"),
+        "weights_layout": layout,
     })
     units, rank = dims["filters"] // dims["rank"], dims["rank"]
     time_rows = np.asarray(wt.data, dtype=np.int64).reshape(units, rank * dims["memory"])
     folded = ctx.const_array(folded_bias(bias.data, time_rows, -zero_point(state), units, 1), "int32_t",
                              f"{bias.name} state offset folded")
     function = "nn2c_svdf_s8_s16" if wt.type.dtype == "int16" else "nn2c_svdf_s8_s8"
-    ctx.call(function, params, ctx.ptr(x), pack_row_sums(ctx, features, wf.name), ctx.ptr(wt), folded,
+    ctx.call(function, params, ctx.ptr(x), packed, ctx.ptr(wt), folded,
              ctx.ptr(state), ctx.ptr(out))
