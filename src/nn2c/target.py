@@ -34,7 +34,7 @@ class Target:
     # + one int8 im2col row (unless 1x1 without padding); False (MVE) = two int8 rows (2 * depth)
     conv_pair_int16: bool = False
     # nn2c_sums_s8 (a constant int8 matrix times a vector: LSTM gates, SVDF features): True (DSP) = groups of
-    # 4 rows widened to int16 in SMLAD order (codegen/ops/conv.py pack_row_sums); False = [rows][depth] int8
+    # 4 rows widened to int16 in SMLAD order (codegen/ops/conv.py pack_rows); False = [rows][depth] int8
     row_sums_int16: bool = False
     alignment: int = 16  # bytes: weight arrays, the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown

@@ -1075,8 +1075,7 @@ void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, in
 #define NN2C_FC_ROWS_CHUNK 16 /* output channels summed at a time (stack sums; a multiple of 4) */
 
 /* out[k] = clamp(MultiplyByQuantizedMultiplier(acc[k]) + offset), one multiplier for all: on Helium 4
- * values a step (nn2c_mve_requant), elsewhere its roundings in registers (a negative shift: one 64-bit
- * multiply-add and two shifts per value). */
+ * values a step (nn2c_mve_requant), elsewhere its roundings prepared once (nn2c_rescale). */
 #if defined(NN2C_SIMD_MVE)
 static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
                              int8_t *out) {
@@ -1090,18 +1089,8 @@ static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, in
 #else
 static void nn2c_fc_rows_out(const int32_t *acc, int32_t n, nn2c_rescale_t q, int32_t offset, int32_t lo, int32_t hi,
                              int8_t *out) {
-    if (q.shift < 0) {
-        const int64_t up = q.rounding[0], down = q.rounding[1];
-        const int32_t m = q.multiplier, right = -q.shift - 1;
-        for (int32_t k = 0; k < n; ++k) {
-            const int32_t x = acc[k];
-            const int64_t v = (x < 0 ? down : up) + (int64_t)x * m;
-            out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset((int32_t)(v >> 32) >> right, offset), lo, hi);
-        }
-        return;
-    }
     for (int32_t k = 0; k < n; ++k) {
-        out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_mbqm(acc[k], q.multiplier, q.shift), offset), lo, hi);
+        out[k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_rescale_apply(&q, acc[k]), offset), lo, hi);
     }
 }
 #endif
@@ -1120,9 +1109,7 @@ static int32_t nn2c_rows_weight(const void *w, int32_t layout, int32_t depth, in
                                     : base + (size_t)(16 * words + i * rem + d - 4 * words);
     return layout == NN2C_ROWS_WIDE ? ((const int16_t *)w)[at] : ((const int8_t *)w)[at];
 }
-#endif
 
-#if !defined(NN2C_SIMD_DSP) && !defined(NN2C_SIMD_MVE)
 static void nn2c_sums_s8_any(const int8_t *x, const void *weights, int32_t layout, int32_t depth, int32_t first,
                              int32_t rows, const int32_t *init, int32_t *acc) {
     for (int32_t k = 0; k < rows; ++k) {
@@ -1157,9 +1144,9 @@ void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t
                 nn2c_fc_rows_out(acc, n, nn2c_rescale(p->multiplier, p->shift), offset, lo, hi, output + c);
                 continue;
             }
-            for (int32_t k = 0; k < n; ++k) {
-                nn2c_fc_rows_out(acc + k, 1, nn2c_rescale(p->multipliers[c + k], p->shifts[c + k]), offset, lo, hi,
-                                 output + c + k);
+            for (int32_t k = 0; k < n; ++k) { /* a multiplier per channel: used once, no rounding to prepare */
+                const int32_t y = nn2c_mbqm(acc[k], p->multipliers[c + k], p->shifts[c + k]);
+                output[c + k] = (int8_t)nn2c_clamp_i32(nn2c_add_offset(y, offset), lo, hi);
             }
         }
     }

@@ -100,7 +100,7 @@ void nn2c_fc_s8_sums_simd(const int8_t *x, const int8_t *filter, int32_t depth, 
 /* acc[r] = init[r] + sum over d < depth of w[first + r][d] * x[d], r < rows, first a multiple of 4: a
  * constant int8 matrix times a vector (the gates of LSTM, the features of SVDF), the offsets folded
  * into init by the caller; the sums wrap in int32 as TFLite Micro's. weights in the target's layout
- * (codegen/ops/conv.py pack_row_sums): Arm DSP: groups of 4 rows (zero rows pad the last), each per 4
+ * (codegen/ops/conv.py pack_rows): Arm DSP: groups of 4 rows (zero rows pad the last), each per 4
  * inputs [4 rows][w0 w2 w1 w3] as int16 (the halves SXTB16 and SXTB16 ROR 8 make of an input word),
  * then the last depth % 4 inputs as [4 rows][depth % 4] int16 (4-byte aligned: LDRD); Helium and the
  * host: [rows][depth] int8. */
@@ -112,12 +112,12 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
 void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                          const int32_t *init, int32_t *acc);
 
+/* The layouts of a matrix for row sums (codegen/ops/conv.py pack_rows): PLAIN [rows][depth] int8 (Helium,
+ * the host), NARROW nn2c_sums_s8_narrow's Arm DSP layout, WIDE nn2c_sums_s8's (int16). */
 #define NN2C_ROWS_PLAIN 0
 #define NN2C_ROWS_NARROW 1
 #define NN2C_ROWS_WIDE 2
 
-/* The layouts of a matrix for row sums (codegen/ops/conv.py pack_rows): PLAIN [rows][depth] int8 (Helium,
- * the host), NARROW nn2c_sums_s8_narrow's Arm DSP layout, WIDE nn2c_sums_s8's (int16). */
 /* The host's readers of the Arm DSP layouts (tests of a Cortex-M compile built for the host). */
 void nn2c_sums_s8_narrow_any(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
                              const int32_t *init, int32_t *acc);

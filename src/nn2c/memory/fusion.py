@@ -130,6 +130,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
         covers = _Covers(options)
         on_curve = {level for level, _ in _curve(len(nodes), options)}
         least = min(on_curve, default=0)
+        # (the dominated options' peaks too: the levels weighed are those of every option)
         near = sorted({o.peak for o in singles + groups if least <= o.peak <= least * 1.1})  # where chains of
         near = near[:: max(1, len(near) // NEAR_LEVELS)]  # offsets can decide the least RAM
         levels = sorted(set(near) | on_curve)
@@ -285,10 +286,9 @@ def _undominated(options: list[Option]) -> list[Option]:
     return kept
 
 
-def _cheapest(count: int, options: list[Option] | _Covers, level: int, drift_cost: float = 1e-3) -> list[Option]:
+def _cheapest(count: int, covers: _Covers, level: int, drift_cost: float = 1e-3) -> list[Option]:
     """The cheapest cover of steps 0..count-1 by options whose peak is at most `level` ([] if none);
     `drift_cost` per byte of in-place offset (1e-3: a tie-break; large: the least offset first)."""
-    covers = options if isinstance(options, _Covers) else _Covers(options)
     inf = float("inf")
     best_sum = [0.0] + [inf] * count
     best_groups = [0] * (count + 1)
@@ -514,7 +514,7 @@ def _build(prepared: _Prepared, slack: int, trace: Trace, lifetimes: _Lifetimes,
            inplace: bool) -> RowGroup | None:
     members = prepared.members
     try:
-        sim = simulate(members, slack, trace.sim.block, trace)
+        sim = simulate(members, slack, trace=trace)
     except AssertionError:
         return None
     # the options share the prepared lists: no step of the schedule or the code writes to them

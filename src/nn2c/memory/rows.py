@@ -95,9 +95,9 @@ class Trace:
 
 def simulate(members: list[Member], slack: int = 0, block: int = 1, trace: Trace | None = None) -> Simulation:
     """Run the group's loop: first with unbounded windows to find the occupancy of each window
-    (unless its trace is given: it depends on the block, not the slack), then replay its calls with
-    the planned capacities (occupancy times 1 + slack), checking that every read finds its rows in
-    the window."""
+    (unless its trace is given, which holds its block: it depends on the block, not the slack), then
+    replay its calls with the planned capacities (occupancy times 1 + slack), checking that every read
+    finds its rows in the window."""
     if trace is None:
         trace = trace_loop(members, block)
     occupancy = trace.sim.occupancy
@@ -106,7 +106,7 @@ def simulate(members: list[Member], slack: int = 0, block: int = 1, trace: Trace
         capacity[j] = min(members[j].out_rows, occupancy[j] * (1 + slack))
     done = trace.sim
     return Simulation(list(occupancy), capacity, _slide(trace, capacity, members), done.calls, done.outside_reads,
-                      done.sink_calls, block, done.member_calls)
+                      done.sink_calls, done.block, done.member_calls)
 
 
 def _slide(trace: Trace, capacity: list[int], members: list[Member]) -> int:

@@ -184,54 +184,38 @@ def pack_gemm_filter(rows: np.ndarray, group: int, block: int) -> np.ndarray:
     return np.ascontiguousarray(packed).reshape(-1)
 
 
-def pack_row_sums(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
-    """A constant [rows, depth] int8 matrix as nn2c_sums_s8 reads it on this target (nn2c_simd.h): DSP
-    groups of 4 rows (zero rows pad the last) widened to int16, per 4 inputs [4 rows][w0 w2 w1 w3], then
-    the last depth % 4 inputs as [4 rows][depth % 4]; elsewhere the int8 rows as they are."""
-    rows = np.asarray(rows, dtype=np.int8)
-    if not ctx.target.row_sums_int16:
-        return ctx.const_array(np.ascontiguousarray(rows).reshape(-1), "int8_t", comment)
-    count, depth = rows.shape
-    words = depth // 4
-    padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
-    padded[:count] = rows
-    groups = padded.reshape(len(padded) // 4, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(len(groups), 4, words, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    tail = groups[:, :, 4 * words:]
-    packed = np.concatenate([body.reshape(len(groups), 16 * words), tail.reshape(len(groups), 4 * (depth % 4))],
-                            axis=1)
-    return ctx.const_array(np.ascontiguousarray(packed).reshape(-1), "int16_t", comment)
-
-
 ROWS_PLAIN, ROWS_NARROW, ROWS_WIDE = 0, 1, 2  # nn2c_simd.h NN2C_ROWS_*: the layouts nn2c_rows_sums reads
 
 
 def pack_rows(ctx: EmitContext, rows: np.ndarray, comment: str, wide: bool) -> tuple[str, int]:
-    """A constant int8 matrix for nn2c_rows_sums and its layout: on the Arm DSP widened to int16 in SMLAD
-    order (`wide`: the fastest, twice the flash) or in exactly its own bytes (the narrow layout); elsewhere
-    as it is."""
-    if not ctx.target.row_sums_int16:
-        return ctx.const_array(np.ascontiguousarray(rows, dtype=np.int8).reshape(-1), "int8_t", comment), ROWS_PLAIN
-    if wide:
-        return pack_row_sums(ctx, rows, comment), ROWS_WIDE
-    return pack_rows_narrow(ctx, rows, comment), ROWS_NARROW
-
-
-def pack_rows_narrow(ctx: EmitContext, rows: np.ndarray, comment: str) -> str:
-    """A constant [rows, depth] int8 matrix as nn2c_sums_s8_narrow reads it, in exactly rows x depth
-    bytes: on the Arm DSP each whole group of 4 rows per 4 inputs [4 rows][4 int8] then [4 rows][depth % 4],
-    the last rows % 4 rows as they are; elsewhere the rows as they are."""
+    """A constant [rows, depth] int8 matrix for nn2c_rows_sums, and its layout (nn2c_simd.h). On the Arm
+    DSP, groups of 4 rows per 4 inputs [4 rows][4], then the last depth % 4 inputs as [4 rows][depth % 4]:
+    `wide` (the fastest, twice the flash) widened to int16 in SMLAD order [w0 w2 w1 w3], zero rows padding
+    the last group; else int8 in exactly the matrix's bytes, the last rows % 4 rows as they are.
+    Elsewhere the rows as they are."""
     rows = np.ascontiguousarray(np.asarray(rows, dtype=np.int8))
-    count, depth = rows.shape
     if not ctx.target.row_sums_int16:
-        return ctx.const_array(rows.reshape(-1), "int8_t", comment)
-    words, whole = depth // 4, count // 4 * 4
-    groups = rows[:whole].reshape(whole // 4, 4, depth)  # [group][row][depth]
-    body = groups[:, :, :4 * words].reshape(whole // 4, 4, words, 4).transpose(0, 2, 1, 3)
-    tail = groups[:, :, 4 * words:]
-    packed = np.concatenate([body.reshape(whole // 4, 4 * 4 * words), tail.reshape(whole // 4, 4 * (depth % 4))],
-                            axis=1)
-    return ctx.const_array(np.concatenate([packed.reshape(-1), rows[whole:].reshape(-1)]), "int8_t", comment)
+        return ctx.const_array(rows.reshape(-1), "int8_t", comment), ROWS_PLAIN
+    count, depth = rows.shape
+    if wide:
+        padded = np.zeros((-(-count // 4) * 4, depth), dtype=np.int16)
+        padded[:count] = rows
+        packed = _row_groups(padded, (0, 2, 1, 3))
+        return ctx.const_array(packed, "int16_t", comment), ROWS_WIDE
+    whole = count // 4 * 4
+    packed = np.concatenate([_row_groups(rows[:whole], (0, 1, 2, 3)), rows[whole:].reshape(-1)])
+    return ctx.const_array(packed, "int8_t", comment), ROWS_NARROW
+
+
+def _row_groups(rows: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
+    """[4 g, depth] -> per group of 4 rows, per 4 inputs [4 rows][the 4 in `order`], then [4 rows][depth % 4]."""
+    groups, depth = len(rows) // 4, rows.shape[1]
+    words = depth // 4
+    quads = rows.reshape(groups, 4, depth)  # [group][row][depth]
+    body = quads[:, :, :4 * words].reshape(groups, 4, words, 4)[..., list(order)].transpose(0, 2, 1, 3)
+    tail = quads[:, :, 4 * words:]
+    return np.ascontiguousarray(np.concatenate([body.reshape(groups, 16 * words),
+                                                tail.reshape(groups, 4 * (depth % 4))], axis=1)).reshape(-1)
 
 
 def folded_bias(bias: np.ndarray | None, rows: np.ndarray, input_offset: int, channels: int,

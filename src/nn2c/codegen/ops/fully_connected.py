@@ -137,10 +137,10 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 })
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
                 return
-        if simd_layout(ctx) and constant and _fc_rows(ctx, node, real, act_min, act_max, batches):
-            return
         # run-time weights (TFLM allows them) cannot be re-laid out: the portable kernel reads them as they are
         if simd_layout(ctx) and constant:
+            if _fc_rows(ctx, node, real, act_min, act_max, batches):
+                return
             # Cortex-M: the input offset folded into the bias, the filter re-laid out (nn2c_simd.c)
             ctx.use_kernel("simd")
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
