@@ -74,6 +74,28 @@ def test_exact_honours_inplace_pairs():
     assert plan.arena_bytes <= 1100 + 32  # y and z live together at step 2: 1,100 B, plus alignment
 
 
+@pytest.mark.parametrize("model", ["tinyengine/vww.tflite", "mlcommons_tiny/kws_ref_model.tflite",
+                                   "tflite_micro/person_detect.tflite"])
+def test_short_search_stops_only_at_the_bound(model):
+    """plan_exact's first, short search (no presolve, few nodes) is kept only when it reaches the live-bytes
+    bound: on real arenas (layer by layer, in-place pairs) its plan is as small as the full search's and
+    honours every pair it uses."""
+    from nn2c.api import CompileOptions, compile_model
+    from nn2c.memory.requests import align_up
+    from tests.conftest import model_path
+
+    code = compile_model(model_path(model), CompileOptions(schedule="layer", target="cortex-m4")).code
+    requests, pairs = code.buffers, code.inplace  # (the pairs its plan honours)
+    bound = live_bytes_lower_bound(requests, pairs)
+    optimal_at = max(align_up(bound, 16), align_up(live_bytes_lower_bound(requests, pairs, aligned=True), 16))
+    full = plan_exact(requests, pairs, bound)
+    short = plan_exact(requests, pairs, bound, optimal_at=optimal_at)
+    assert full is not None and short is not None
+    check_plan(requests, short, pairs)
+    assert short.arena_bytes == full.arena_bytes
+    assert short.planner == "exact"  # a plan at the bound is proven optimal
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 512), min_size=2, max_size=12), st.data())
 def test_offsets_from_an_order_honour_every_choice_exactly(sizes, data):

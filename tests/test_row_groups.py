@@ -411,3 +411,43 @@ def test_feed_and_pool_sink_are_sanitizer_and_guard_clean(model, tmp_path):
                for k, v in enumerate(debug.graph.inputs)]
     assert_records_match(run(exe, [records], debug.graph.inputs, debug.graph.outputs),
                          run_tflm(path, [records], len(debug.graph.outputs)))
+
+
+def _unseen_candidate() -> bytes:
+    """An MCUNet-style network whose peak sits in its first blocks (seed and shape of no bench candidate)."""
+    net = Net(20_261_128)
+    x = net.input((1, 64, 64, 3))
+    h = net.conv(x, 16, 3, 2)
+    for out_c, k, expand, stride in ((16, 3, 4, 1), (24, 5, 6, 2), (24, 3, 3, 1), (40, 7, 4, 2), (48, 3, 6, 1)):
+        h = net.inverted_bottleneck(h, expand, out_c, k, stride)
+    return net.build(x, h)
+
+
+@pytest.mark.parametrize("model", ["tinyengine/vww.tflite", "mlcommons_tiny/vww_96_int8.tflite",
+                                   "tflite_micro/person_detect.tflite", "candidate"])
+@pytest.mark.parametrize("schedule", ["auto", "min-ram"])
+def test_spans_left_unweighed_never_hold_a_lower_ram(model, schedule, monkeypatch, tmp_path):
+    """The fusion stage simulates only the runs whose groups can lower some grouping's RAM (and none when
+    layer by layer already sits at the floor no grouping goes below). Weighing every run instead
+    finds no smaller arena."""
+    from nn2c.memory import fusion
+
+    if model == "candidate":
+        path = tmp_path / "candidate.tflite"
+        path.write_bytes(_unseen_candidate())
+    else:
+        path = model_path(model)
+    options = CompileOptions(schedule=schedule)
+    weighed: list[int] = []
+    real = fusion._group_options
+
+    def counting(spans, *args, **kwargs):
+        weighed.append(len(spans))
+        return real(spans, *args, **kwargs)
+
+    monkeypatch.setattr(fusion, "_group_options", counting)
+    chosen = compile_model(path, options)
+    monkeypatch.setattr(fusion, "_useful_spans", lambda spans, singles, lifetimes: (spans, 0))
+    everything = compile_model(path, options)
+    assert weighed[0] < weighed[1]  # spans were left out
+    assert chosen.arena_bytes <= everything.arena_bytes

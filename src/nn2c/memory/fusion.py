@@ -116,22 +116,35 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     # while this one weighs the groups; neither writes what the other reads
     with ThreadPoolExecutor(max_workers=1) as pool:
         layer_plan = pool.submit(_measure, graph, codes, aliases, layer_steps, inplace, time_limit, memo, "exact")
-        groups = _group_options(graph, codes, ctx, aliases, inplace, mac_cost)
-        layer_ram, layer_moved = layer_plan.result()
+        # each operator alone, with in-place sharing of single operators (where allowed) and without
+        singles = {sharing: _single_options(graph, codes, aliases, inplace and sharing) for sharing in (True, False)}
+        ops = [stream_op(code, ctx) for code in codes]
+        lifetimes = _Lifetimes(graph, aliases)
+        spans, floor = _useful_spans(_spans(ops, graph), singles, lifetimes)
+        layer_done = False
+        if floor >= max(o.peak for o in singles[True]):
+            # no grouping's live bytes go below what layer by layer needs at its peak: if its plan reaches
+            # that without relocations (which cost), nothing can beat it (a group only adds cost)
+            layer_ram, layer_moved = layer_plan.result()
+            layer_done = True
+            if layer_ram <= floor and not layer_moved:
+                spans = []
+        groups = _group_options(spans, lifetimes, inplace, mac_cost)
+        if not layer_done:
+            layer_ram, layer_moved = layer_plan.result()
     layer_cost = layer_moved * MOVE_COST
-    if not groups:  # nothing streams: layer by layer is the only schedule
+    if not groups:  # nothing streams or nothing can lower the RAM: layer by layer is the only schedule
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
     kept = _undominated(groups)
     for sharing in (True, False):
-        singles = _single_options(graph, codes, aliases, inplace and sharing)
-        options = singles + kept
+        options = singles[sharing] + kept
         covers = _Covers(options)
         on_curve = {level for level, _ in _curve(len(nodes), options)}
         least = min(on_curve, default=0)
         # (the dominated options' peaks too: the levels weighed are those of every option)
-        near = sorted({o.peak for o in singles + groups if least <= o.peak <= least * 1.1})  # where chains of
+        near = sorted({o.peak for o in singles[sharing] + groups if least <= o.peak <= least * 1.1})  # where chains of
         near = near[:: max(1, len(near) // NEAR_LEVELS)]  # offsets can decide the least RAM
         levels = sorted(set(near) | on_curve)
         for level in levels:
@@ -339,10 +352,17 @@ def _single_options(graph: Graph, codes: list[NodeCode], aliases: dict[int, Valu
         shared = size[p.input] + size[p.output] - max(p.distance + size[p.input], size[p.output])
         saving[p.step] = saving.get(p.step, 0) + max(shared, 0)
         drift[p.step] = drift.get(p.step, 0) + p.distance
+    count = len(graph.nodes)
+    change = [0] * (count + 2)  # live bytes by step, as differences: + where a buffer starts, - past its end
+    for r in buffers.requests:
+        if r.first <= count and r.last >= 0:
+            change[max(r.first, 0)] += r.size
+            change[min(r.last, count) + 1] -= r.size
     options = []
-    for step in range(len(graph.nodes)):
-        live = sum(r.size for r in buffers.requests if r.first <= step <= r.last) - saving.get(step, 0)
-        options.append(Option(step, step, live, 0.0, None, drift.get(step, 0)))
+    live = 0
+    for step in range(count):
+        live += change[step]
+        options.append(Option(step, step, live - saving.get(step, 0), 0.0, None, drift.get(step, 0)))
     return options
 
 
@@ -361,91 +381,142 @@ class _Lifetimes:
                     self.produced_at[name] = k
         self.outputs = {buffers.buffer_of[id(v)] for v in graph.outputs if id(v) in buffers.buffer_of}
         self._alive: dict[tuple[int, int], int] = {}
+        self._live_at: dict[int, list[tuple[int, int]]] = {}
 
     def alive_entering(self, first: int, last: int) -> int:
         """Bytes of buffers made before step `first` and still read at or after it (asked once per
         option: the options of one run share it)."""
         key = (first, last)
         if key not in self._alive:
-            self._alive[key] = sum(r.size for name, r in self.requests.items()
-                                   if r.first <= first <= r.last and not first <= self.produced_at[name] <= last)
+            if first not in self._live_at:  # (step made, size) of the buffers live at `first`
+                self._live_at[first] = [(self.produced_at[name], r.size) for name, r in self.requests.items()
+                                        if r.first <= first <= r.last]
+            self._alive[key] = sum(size for made, size in self._live_at[first] if not first <= made <= last)
         return self._alive[key]
 
 
-def _group_options(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases: dict[int, Value],
-                   inplace: bool, mac_cost: float = MAC_COST) -> list[Option]:
-    nodes = list(graph.nodes)
-    ops = [stream_op(code, ctx) for code in codes]
-    lifetimes = _Lifetimes(graph, aliases)
-    position = {id(n): k for k, n in enumerate(nodes)}
-    graph_outputs = {id(v) for v in graph.outputs}
+def _group_options(spans: list[tuple[int, int, list[StreamOp]]], lifetimes: _Lifetimes, inplace: bool,
+                   mac_cost: float = MAC_COST) -> list[Option]:
+    """Every row group weighed on these spans: per block of sink rows and slack of the windows, in rows
+    and (where the windows outweigh what rows in place save) in column bands."""
     options: list[Option] = []
-    for first in range(len(nodes)):
-        if ops[first] is None:
-            continue
-        for last in range(first + 1, min(first + MAX_GROUP, len(nodes))):
-            run = ops[first : last + 1]
-            if any(op is None for op in run):
-                break
-            members_ops = [op for op in run if op is not None]
-            if any(op.kind == "accumulate" for op in members_ops[:-1]):
-                break  # an accumulating operator ends its group: its output exists only at the end
-            if not _closed(members_ops, position, first, last, graph_outputs):
-                continue
-            sink_rows = members_ops[-1].rows
-            # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
-            # than row calls on some cores (Helium): both are options, the policy weighs them
-            by_rows = _prepare(members_ops)
-            variants = ([replace(by_rows, feed=True)] if feeds_sums(members_ops) else []) + [by_rows]
-            # column bands: worth weighing only where the windows outweigh what rows in place save (a
-            # band never writes in place); planned on the members without the sink alias, on first need
-            bandable = not variants[0].feed
-            banding: list[Bands] | None = None
-            for prepared in variants:
-                blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
-                for block in sorted(blocks):
+    for first, last, members_ops in spans:
+        sink_rows = members_ops[-1].rows
+        # a convolution feeding the sums takes the least RAM, but its calls of a few pixels cost more
+        # than row calls on some cores (Helium): both are options, the policy weighs them
+        by_rows = _prepare(members_ops)
+        variants = ([replace(by_rows, feed=True)] if feeds_sums(members_ops) else []) + [by_rows]
+        # column bands: worth weighing only where the windows outweigh what rows in place save (a
+        # band never writes in place); planned on the members without the sink alias, on first need
+        bandable = not variants[0].feed
+        banding: list[Bands] | None = None
+        traces: dict[tuple[int, int], Trace | None] = {}  # (a feeding variant has its rows variant's members)
+        for prepared in variants:
+            blocks = {min(sink_rows, _block_for(members_ops))} | {b for b in BLOCKS if b <= sink_rows}
+            for block in sorted(blocks):
+                key = (id(prepared.members), block)
+                if key not in traces:
                     try:  # the loop's calls whatever the windows' slack: traced once per block
-                        trace = trace_loop(prepared.members, block)
+                        traces[key] = trace_loop(prepared.members, block)
                     except AssertionError:
-                        continue
-                    for slack in SLACKS:
-                        group = _build(prepared, slack, trace, lifetimes, last, inplace)
-                        if group is None:
-                            break
-                        option = _option(group, first, last, lifetimes, prepared.facts)
-                        if not prepared.bands_only:
-                            options.append(option)
-                        # a band's windows are at least 1/max(BAND_COUNTS) of the rows' windows
-                        if bandable and BAND_COUNTS and \
-                                sum(group.window_bytes) * (1 - 1 / max(BAND_COUNTS)) > option.saving:
-                            if banding is None:
-                                plain = by_rows if by_rows.alias is None else \
-                                    replace(_prepare(members_ops, alias_allowed=False), bands_only=True)
-                                sources = [[source for source, _ in m.reads] for m in plain.members]
-                                banding = [b for b in (plan_bands(plain.run, sources, n) for n in BAND_COUNTS)
-                                           if b is not None]
-                                if banding and plain is not by_rows:
-                                    variants.append(plain)
-                            if prepared.alias is None:
-                                banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes,
-                                                  prepared.facts, mac_cost)
-                                          for b in banding)
-                                # (never in place, never cheaper: only a lower peak makes one worth choosing)
-                                options += [o for o in banded if o.peak < option.peak]
-                        if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
-                            break  # windows already whole: more slack changes nothing
+                        traces[key] = None
+                trace = traces[key]
+                if trace is None:
+                    continue
+                for slack in SLACKS:
+                    group = _build(prepared, slack, trace, lifetimes, last, inplace)
+                    if group is None:
+                        break
+                    option = _option(group, first, last, lifetimes, prepared.facts)
+                    if not prepared.bands_only:
+                        options.append(option)
+                    # a band's windows are at least 1/max(BAND_COUNTS) of the rows' windows
+                    if bandable and BAND_COUNTS and \
+                            sum(group.window_bytes) * (1 - 1 / max(BAND_COUNTS)) > option.saving:
+                        if banding is None:
+                            plain = by_rows if by_rows.alias is None else \
+                                replace(_prepare(members_ops, alias_allowed=False), bands_only=True)
+                            sources = [[source for source, _ in m.reads] for m in plain.members]
+                            banding = [b for b in (plan_bands(plain.run, sources, n) for n in BAND_COUNTS)
+                                       if b is not None]
+                            if banding and plain is not by_rows:
+                                variants.append(plain)
+                        if prepared.alias is None:
+                            banded = (_option(replace(group, bands=b, inplace={}), first, last, lifetimes,
+                                              prepared.facts, mac_cost)
+                                      for b in banding)
+                            # (never in place, never cheaper: only a lower peak makes one worth choosing)
+                            options += [o for o in banded if o.peak < option.peak]
+                    if all(o >= op.rows for o, op in zip(group.sim.occupancy, members_ops, strict=False)):
+                        break  # windows already whole: more slack changes nothing
     return options
 
 
-def _closed(run: list[StreamOp], position: dict[int, int], first: int, last: int, graph_outputs: set[int]) -> bool:
-    """Every output but the sink's is read only inside the run, and the sink's is read after it."""
-    for op in run[:-1]:
-        out = op.output
-        if id(out) in graph_outputs or not out.users:
-            return False
-        if any(not first <= position.get(id(u), -1) <= last for u in out.users):
-            return False
-    return True
+def _spans(ops: list[StreamOp | None], graph: Graph) -> list[tuple[int, int, list[StreamOp]]]:
+    """(first, last, members) of every run of steps that can form a row group."""
+    position = {id(n): k for k, n in enumerate(graph.nodes)}
+    graph_outputs = {id(v) for v in graph.outputs}
+    # the last step reading each step's output (past the end: a graph output, or one nothing reads): a
+    # run is closed when every member but its sink is read only up to its last step
+    read_until = [_read_until(op, position, graph_outputs, len(ops)) if op is not None else len(ops) for op in ops]
+    spans = []
+    for first in range(len(ops)):
+        if ops[first] is None:
+            continue
+        reach = read_until[first]
+        for last in range(first + 1, min(first + MAX_GROUP, len(ops))):
+            sink, before = ops[last], ops[last - 1]
+            if sink is None or before is None or before.kind == "accumulate":
+                break  # (an accumulating operator ends its group: its output exists only at the end)
+            if reach <= last:
+                spans.append((first, last, [op for op in ops[first : last + 1] if op is not None]))
+            reach = max(reach, read_until[last])
+    return spans
+
+
+def _useful_spans(spans: list[tuple[int, int, list[StreamOp]]], singles: dict[bool, list[Option]],
+                  lifetimes: _Lifetimes) -> tuple[list[tuple[int, int, list[StreamOp]]], int]:
+    """The spans whose groups can lower the RAM of some grouping the programmes weigh, and the floor:
+    the live bytes no grouping's peak goes below.
+
+    A group helps only at a level below the peak of one of its operators alone; and no grouping goes
+    below `floor`: at every step, the least peak any option covering it can have (an operator alone:
+    its live bytes; a group: a floor of its own, below). Spans whose operators alone all peak at or
+    under that floor are dropped before their loops are simulated (most of an MCUNet-size model's
+    spans: its peak sits in the first blocks)."""
+    alone = [o.peak for o in singles[False]]
+    least = [o.peak for o in singles[True]]  # per step: the least peak of an option covering it
+    floors = []
+    for first, last, members_ops in spans:
+        floor = _group_floor(members_ops, lifetimes, first, last)
+        floors.append(floor)
+        for step in range(first, last + 1):
+            least[step] = min(least[step], floor)
+    floor = max(least, default=0)
+    useful = [span for span, group_floor in zip(spans, floors, strict=True)
+              if group_floor < max(alone[span[0] : span[1] + 1])
+              and max(alone[span[0] : span[1] + 1]) > floor]
+    return useful, floor
+
+
+def _group_floor(run: list[StreamOp], lifetimes: _Lifetimes, first: int, last: int) -> int:
+    """No option of this run peaks below: what is alive entering it and the sink's output, less the
+    most an outside input in place could share with that output (_option's live bytes without the
+    windows and scratch, and the largest saving it could subtract)."""
+    sink = run[-1].output.type.num_bytes
+    made = {id(op.output) for op in run}
+    shared = max((min(value.type.num_bytes, sink) for op in run for _, value, _ in op.streamed
+                  if id(value) not in made), default=0)
+    return lifetimes.alive_entering(first, last) + sink - shared
+
+
+def _read_until(op: StreamOp, position: dict[int, int], graph_outputs: set[int], end: int) -> int:
+    """The last step that reads op's output; `end` if it is a graph output, unread, or read by what is
+    not a step."""
+    out = op.output
+    if id(out) in graph_outputs or not out.users:
+        return end
+    return max(position.get(id(u), end) for u in out.users)
 
 
 def _block_for(run: list[StreamOp]) -> int:

@@ -15,6 +15,7 @@ is checked end to end by the bit-exact model tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,7 +64,19 @@ def _window_distance(node: Node, x: Value, out: Value) -> int | None:
     else:
         pad_h = _padding(h, ho, sh, dh, kh, attrs.get("padding", "VALID"))
         pad_w = _padding(w, wo, sw, dw, kw, attrs.get("padding", "VALID"))
-    in_elem, out_elem = dtype_bytes(x.type.dtype), dtype_bytes(out.type.dtype)
+    return _window_overlap((n, h, w, c_in), (ho, wo, c_out), (kh, kw), (dh, dw), (sh, sw), (pad_h, pad_w),
+                           dtype_bytes(x.type.dtype), dtype_bytes(out.type.dtype))
+
+
+@lru_cache(maxsize=4096)
+def _window_overlap(x_shape: tuple[int, int, int, int], out_shape: tuple[int, int, int], kernel: tuple[int, int],
+                    dilation: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int], in_elem: int,
+                    out_elem: int) -> int:
+    """_window_distance's arithmetic on plain integers, remembered: the fusion stage asks it of the same
+    layers for every grouping it weighs."""
+    n, h, w, c_in = x_shape
+    ho, wo, c_out = out_shape
+    (kh, kw), (dh, dw), (sh, sw), (pad_h, pad_w) = kernel, dilation, stride, pad
 
     # lowest input row / column each output row / column reads (or "none" if all padding)
     def first_valid(out_len: int, in_len: int, stride: int, dil: int, k: int, pad: int) -> np.ndarray:

@@ -48,10 +48,11 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
     # buffers sit at 16-byte offsets: the bound on rounded sizes proves the greedy plan optimal on small
     # tensors (a WHILE's condition), where the solver would only confirm it at length
     aligned = align_up(live_bytes_lower_bound(requests, pairs, aligned=True), 16)
-    if best.arena_bytes <= max(align_up(lower_bound, 16), aligned):
+    optimal_at = max(align_up(lower_bound, 16), aligned)
+    if best.arena_bytes <= optimal_at:
         return MemoryPlan(best.offsets, best.arena_bytes, lower_bound, best.planner + " (optimal)"), honoured
     exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
-                       ties=ties)
+                       ties=ties, optimal_at=optimal_at)
     if exact is not None and exact.arena_bytes < best.arena_bytes:
         try:
             check_plan(requests, exact, pairs)
