@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from report_file import replace_section  # noqa: E402
 
 from nn2c.errors import NN2CError  # noqa: E402
+from nn2c.memory.exact import NODE_LIMIT  # noqa: E402
 from nn2c.profiler import (  # noqa: E402
     FEATURES,
     StepProfile,
@@ -341,6 +342,31 @@ def measure_speed(runs: int) -> list[dict[str, Any]]:
     return results
 
 
+SPEED_CANDIDATES = 40  # the first candidates, profiled one by one at the defaults
+
+
+def measure_candidate_speed(count: int = SPEED_CANDIDATES) -> dict[str, Any]:
+    """nn2c.profile's time per candidate at the defaults (auto / exact, cortex-m4): each candidate's median
+    of 3 runs on its in-memory Graph, after a first run; then the median and p95 over candidates."""
+    from nn2c.api import load_model
+
+    times: dict[str, float] = {}
+    for path in candidates(count, 0, CANDIDATES):
+        try:
+            graph = load_model(path)
+            profile(graph, target="cortex-m4")
+        except NN2CError:  # (the two with an infinite scale: refused, as in the measurement)
+            continue
+        times[_key(path)] = float(np.median([profile(graph, target="cortex-m4").seconds for _ in range(3)]))
+    values = sorted(times.values())
+    result = {"count": len(values), "median_ms": 1000 * float(np.median(values)),
+              "p95_ms": 1000 * float(np.percentile(values, 95)), "max_ms": 1000 * values[-1],
+              "slowest": sorted(times, key=times.__getitem__)[-3:]}
+    print(f"  profile of {len(values)} candidates: median {result['median_ms']:.0f} ms, p95 {result['p95_ms']:.0f} ms",
+          flush=True)
+    return result
+
+
 def render_speed(speed: list[dict[str, Any]]) -> list[str]:
     stages = list(speed[0]["stages_ms"])
     lines = ["", f"### Profile time ({SPEED_MODEL}, cortex-m4, after loading; {speed[0]['runs']} runs each, "
@@ -355,8 +381,17 @@ def render_speed(speed: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def render_candidate_speed(speed: dict[str, Any]) -> list[str]:
+    slowest = ", ".join(reversed(speed["slowest"]))
+    return ["", f"Per candidate (the first {speed['count']} candidates, cortex-m4, --schedule auto --planner exact, "
+            f"each the median of 3 runs after a first): median {speed['median_ms']:.0f} ms, p95 "
+            f"{speed['p95_ms']:.0f} ms, slowest {speed['max_ms']:.0f} ms ({slowest}). The slow ones are those whose "
+            "least-RAM schedules the exact planner cannot prove optimal quickly: its full search (up to "
+            f"{NODE_LIMIT:,} branch-and-bound nodes) runs for each schedule whose bound is below the best arena found."]
+
+
 def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds: float,
-           speed: list[dict[str, Any]] | None = None) -> str:
+           speed: list[dict[str, Any]] | None = None, candidate_speed: dict[str, Any] | None = None) -> str:
     lines = [
         "## Cost model: predicted against measured instructions",
         "",
@@ -426,6 +461,8 @@ def render(results: dict[str, dict[str, Any]], skipped: dict[str, str], seconds:
         lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) + "."]
     if speed:
         lines += render_speed(speed)
+    if candidate_speed:
+        lines += render_candidate_speed(candidate_speed)
     lines += ["", "Candidates: MCUNet-style int8 networks (`candidates()` here: input 48-112, width 0.35-1.0, 1-3 "
               "blocks per stage, kernels 3/5/7, expand 3/4/6, seeded random weights), benched like the models. "
               "In sample figures overstate the accuracy on unseen networks; the left-out columns (each network "
@@ -455,7 +492,7 @@ def fit_and_write(data: dict[str, Any], write_docs: bool, seconds: float) -> Non
             "in_sample": evaluate(rows, lambda _row, core=core: cores[core]),
             "left_out": evaluate(rows, lambda row, rows=rows: fit_core([r for r in rows if r["model"] != row["model"]])),
         }
-    text = render(results, data.get("skipped", {}), seconds, data.get("speed"))
+    text = render(results, data.get("skipped", {}), seconds, data.get("speed"), data.get("candidate_speed"))
     print(text)
     if write_docs:
         replace_section("costmodel", text)
@@ -518,6 +555,7 @@ def main() -> int:
         MEASUREMENTS.write_text(json.dumps(data))
     if args.speed:
         data["speed"] = measure_speed(args.speed)
+        data["candidate_speed"] = measure_candidate_speed()
         MEASUREMENTS.write_text(json.dumps(data))
     fit_and_write(data, not args.no_docs, data.get("seconds", time.time() - started))
     return 0

@@ -93,18 +93,20 @@ Planned = tuple[Buffers, MemoryPlan, list[InPlacePair]]  # what plan_buffers ret
 
 
 def plan_buffers(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]], steps: Sequence[Step] | None,
-                 inplace: bool, planner: str, time_limit: float, relocate: bool) -> Planned:
+                 inplace: bool, planner: str, time_limit: float, relocate: bool, full_search: bool = True) -> Planned:
     """The buffers and their plan; with `relocate`, the plan with relocations is kept only when its
-    arena is smaller than without (each relocation placed apart costs a memmove per inference)."""
+    arena is smaller than without (each relocation placed apart costs a memmove per inference).
+    `full_search`: plan_memory's."""
     buffers = analyse(graph, aliases, scratch, inplace=inplace, steps=steps)
-    plan, honoured = plan_memory(buffers.requests, buffers.inplace, planner, time_limit)
+    plan, honoured = plan_memory(buffers.requests, buffers.inplace, planner, time_limit, full_search=full_search)
     if not relocate or plan.arena_bytes <= align_up(plan.lower_bound, 16):
         return buffers, plan, honoured
     moving = analyse(graph, aliases, scratch, inplace=inplace, steps=steps, relocate=True)
     if not moving.relocations:
         return buffers, plan, honoured
     ties = [(r.before, r.buffer) for r in moving.relocations]
-    moved_plan, moved_honoured = plan_memory(moving.requests, moving.inplace, planner, time_limit, ties)
+    moved_plan, moved_honoured = plan_memory(moving.requests, moving.inplace, planner, time_limit, ties,
+                                             full_search)
     if moved_plan.arena_bytes < plan.arena_bytes:
         return moving, moved_plan, moved_honoured
     return buffers, plan, honoured

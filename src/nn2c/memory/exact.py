@@ -34,9 +34,10 @@ QUICK_NODE_LIMIT = 200  # the short search's work limit (a plan at the bound is 
 def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bound: int,
                time_limit: float = 10.0, upper_bound: int | None = None,
                node_limit: int = NODE_LIMIT, ties: list[tuple[str, str]] | None = None,
-               optimal_at: int | None = None) -> MemoryPlan | None:
+               optimal_at: int | None = None, full_search: bool = True) -> MemoryPlan | None:
     """The plan of least arena (see the module's docstring); `optimal_at`: an arena no plan can go
-    below (the aligned live-bytes bound), which lets a short search stop early when it reaches it."""
+    below (the aligned live-bytes bound), which lets a short search stop early when it reaches it.
+    Without `full_search`, the short search's plan is returned wherever it ends."""
     live = [r for r in requests if r.size > 0]
     if not live:
         return MemoryPlan({r.name: 0 for r in requests}, 0, lower_bound, "exact")
@@ -105,6 +106,8 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
                               "presolve": False})
         if quick.x is not None and quick.fun <= optimal_at:  # (every tie joined as well)
             result = quick_found = quick
+        elif not full_search:
+            result = quick
     if result is None:
         result = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
                       options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})

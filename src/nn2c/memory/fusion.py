@@ -190,24 +190,36 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
     order = sorted(allowed, key=lambda c: (c[1], c[0]) if ram_budget is not None else (c[0], c[1]))
     best = layer
     measured = [(layer[0], layer[1])]
-    for bound, cost, steps in order:
-        if ram_budget is not None:
-            if best[0] <= ram_budget and cost >= best[1]:
+    # least RAM first: every candidate gets the planner's short search first, and the full one only
+    # while its bound is below the best arena found (a plan at a bound is optimal; a full search that
+    # ends at the work limit takes seconds on a small network)
+    found: dict[int, tuple[int, int, Planned]] = {}  # id(steps) -> the smallest plan found for them
+    for full_search in ((False, True) if ram_budget is None else (True,)):
+        for bound, cost, steps in order:
+            if ram_budget is not None:
+                if best[0] <= ram_budget and cost >= best[1]:
+                    break
+            elif bound >= best[0]:
                 break
-        elif bound >= best[0]:
-            break
-        ram, moved = _measure(graph, codes, aliases, steps, inplace, time_limit, memo)
-        cost += moved * MOVE_COST  # the relocations the plan chose (memory/lifetimes.py)
-        if policy == "auto" and ram_budget is None and cost > AUTO_OVERHEAD * base_cost:
-            continue
-        measured.append((ram, cost))
-        if ram_budget is None:
-            better = (ram, cost) < (best[0], best[1])
-        else:  # fitting first, then the cheapest; while nothing fits, the smallest
-            fits, best_fits = ram <= ram_budget, best[0] <= ram_budget
-            better = (fits, -cost if fits else -ram) > (best_fits, -best[1] if best_fits else -best[0])
-        if better:
-            best = (ram, cost, steps)
+            known = found.get(id(steps))
+            if known is not None and known[0] <= align_up(bound, 16):
+                continue  # already at its bound
+            ram, moved = _measure(graph, codes, aliases, steps, inplace, time_limit, memo, full_search=full_search)
+            if known is not None and known[0] <= ram:  # the short search had found as small a plan: weighed
+                memo[id(steps)] = known[2]
+                continue
+            found[id(steps)] = (ram, moved, memo[id(steps)])
+            total = cost + moved * MOVE_COST  # the relocations the plan chose (memory/lifetimes.py)
+            if policy == "auto" and ram_budget is None and total > AUTO_OVERHEAD * base_cost:
+                continue
+            measured.append((ram, total))
+            if ram_budget is None:
+                better = (ram, total) < (best[0], best[1])
+            else:  # fitting first, then the cheapest; while nothing fits, the smallest
+                fits, best_fits = ram <= ram_budget, best[0] <= ram_budget
+                better = (fits, -total if fits else -ram) > (best_fits, -best[1] if best_fits else -best[0])
+            if better:
+                best = (ram, total, steps)
     return best[0], best[1], best[2], _pareto(measured)
 
 
@@ -228,11 +240,12 @@ def _bound(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps
 
 
 def _measure(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], steps: list[Node | RowGroup],
-             inplace: bool, time_limit: float, memo: dict[int, Planned], planner: str = "exact") -> tuple[int, int]:
+             inplace: bool, time_limit: float, memo: dict[int, Planned], planner: str = "exact",
+             full_search: bool = True) -> tuple[int, int]:
     """Arena bytes of these steps as `planner` places them, and the bytes its relocations move per
     inference; the plan goes into `memo` under id(steps)."""
     buffers, plan, honoured = plan_buffers(graph, aliases, _scratch(codes, steps), steps, inplace, planner,
-                                           time_limit, inplace and planner == "exact")
+                                           time_limit, inplace and planner == "exact", full_search)
     memo[id(steps)] = (buffers, plan, honoured)
     moved = sum(r.size for r in buffers.relocations if plan.offsets[r.before] != plan.offsets[r.buffer])
     return plan.arena_bytes, moved

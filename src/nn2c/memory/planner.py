@@ -17,23 +17,24 @@ PLANNERS = ("exact", "greedy")
 
 
 def plan_memory(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str = "exact",
-                time_limit: float = 10.0, ties: list[tuple[str, str]] | None = None
+                time_limit: float = 10.0, ties: list[tuple[str, str]] | None = None, full_search: bool = True
                 ) -> tuple[MemoryPlan, list[InPlacePair]]:
     """Returns the plan and the in-place pairs it honours (TFLM's greedy honours none).
 
     "exact": the better of greedy-by-size with and without in-place groups; when that is above the
     lower bound, an ILP bounded by it, which keeps the best plan found within the time limit.
     `ties`: pairs of buffers (one tensor before and after a relocation) put at one offset wherever
-    the plan allows it, since apart they cost a copy.
+    the plan allows it, since apart they cost a copy. Without `full_search`, the ILP stops after its
+    short search (the fusion stage's first look at many candidate schedules).
     """
-    plan, honoured = _plan(requests, pairs, planner, time_limit, ties or [])
+    plan, honoured = _plan(requests, pairs, planner, time_limit, ties or [], full_search)
     if ties:
         plan = _join_ties(plan, requests, pairs if planner == "exact" else [], ties)
     return plan, honoured
 
 
 def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str, time_limit: float,
-          ties: list[tuple[str, str]]) -> tuple[MemoryPlan, list[InPlacePair]]:
+          ties: list[tuple[str, str]], full_search: bool) -> tuple[MemoryPlan, list[InPlacePair]]:
     greedy = plan_greedy(requests)
     check_plan(requests, greedy)
     if planner == "greedy":
@@ -52,7 +53,7 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
     if best.arena_bytes <= optimal_at:
         return MemoryPlan(best.offsets, best.arena_bytes, lower_bound, best.planner + " (optimal)"), honoured
     exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
-                       ties=ties, optimal_at=optimal_at)
+                       ties=ties, optimal_at=optimal_at, full_search=full_search)
     if exact is not None and exact.arena_bytes < best.arena_bytes:
         try:
             check_plan(requests, exact, pairs)
