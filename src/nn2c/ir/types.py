@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 
 import numpy as np
@@ -61,11 +62,12 @@ class TensorType:
     def __deepcopy__(self, memo: dict) -> TensorType:
         return self  # immutable, replaced whole when a tensor's facts change
 
-    @property
+    # (computed once: immutable, and the schedule and memory stages ask them of every tensor many times)
+    @cached_property
     def num_elements(self) -> int:
         return prod(self.shape)
 
-    @property
+    @cached_property
     def num_bytes(self) -> int:
         return self.num_elements * dtype_bytes(self.dtype)
 

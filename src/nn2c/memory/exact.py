@@ -53,6 +53,9 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     tied = [(index[a], index[b]) for a, b in ties or [] if a in index and b in index]
     n, m, t = len(live), len(conflicts), len(tied)
     big_m = sum(align_up(r.size, r.alignment) for r in live) + sum(abs(p.distance) for p in pairs)
+    # the arena never needs more than big_m; an upper bound from another planner prunes the search, and
+    # makes every disjunction's M as small as a plan within it allows (a far tighter relaxation)
+    arena_cap = big_m if upper_bound is None else min(upper_bound, big_m)
     # x = [k_0..k_{n-1}, z_0..z_{m-1}, A, u_0..u_{t-1}]; offset_i = alignment_i * k_i; u = 1: a tie apart
     num_vars = n + m + 1 + t
     a_col = n + m
@@ -66,13 +69,15 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     gaps = [(distance.get((j, i), live[i].size), distance.get((i, j), live[j].size)) for i, j in conflicts]
     for c, ((i, j), (gap_ij, gap_ji)) in enumerate(zip(conflicts, gaps, strict=True)):
         ai, aj = live[i].alignment, live[j].alignment
-        # off_i + gap_ij <= off_j + M z
-        matrix[row, i], matrix[row, j], matrix[row, n + c] = ai, -aj, -big_m
+        # off_i + gap_ij <= off_j + M z, where M is the most off_i + gap_ij - off_j can be in the arena
+        m_ij = arena_cap - live[i].size + gap_ij
+        matrix[row, i], matrix[row, j], matrix[row, n + c] = ai, -aj, -m_ij
         upper[row] = -gap_ij
         row += 1
         # off_j + gap_ji <= off_i + M (1 - z)
-        matrix[row, j], matrix[row, i], matrix[row, n + c] = aj, -ai, big_m
-        upper[row] = big_m - gap_ji
+        m_ji = arena_cap - live[j].size + gap_ji
+        matrix[row, j], matrix[row, i], matrix[row, n + c] = aj, -ai, m_ji
+        upper[row] = m_ji - gap_ji
         row += 1
     for i, r in enumerate(live):  # off_i + s_i <= A
         matrix[row, i], matrix[row, a_col] = r.alignment, -1
@@ -81,16 +86,14 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     for c, (i, j) in enumerate(tied):  # |off_i - off_j| <= M u
         for sign in (1, -1):
             matrix[row, i], matrix[row, j], matrix[row, a_col + 1 + c] = sign * live[i].alignment, \
-                -sign * live[j].alignment, -big_m
+                -sign * live[j].alignment, -arena_cap
             row += 1
     cost = np.zeros(num_vars)
     cost[a_col] = 1.0
     cost[a_col + 1:] = 0.5 / (t + 1)  # all ties apart weigh less than one byte of arena
     integrality = np.ones(num_vars)
     integrality[a_col] = 0
-    upper_k = [big_m // r.alignment + 1 for r in live]
-    # the arena never needs more than big_m; an upper bound from another planner prunes the search
-    arena_cap = big_m if upper_bound is None else upper_bound
+    upper_k = [max(arena_cap - r.size, 0) // r.alignment for r in live]
     # and no plan goes below the live-bytes bound: with it, the solver stops at the first plan that reaches
     # it (the usual case) instead of proving the bound itself
     floor = np.zeros(num_vars)
