@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from nn2c.ir import Node, TensorType, Value
 from nn2c.memory.exact import offsets_from_order, plan_exact
-from nn2c.memory.greedy import plan_greedy
+from nn2c.memory.greedy import plan_greedy, plan_iterated
 from nn2c.memory.inplace import InPlacePair, _padding, overlap_distance
 from nn2c.memory.planner import plan_memory
 from nn2c.memory.requests import BufferRequest, check_plan, live_bytes_lower_bound
@@ -72,6 +72,30 @@ def test_exact_honours_inplace_pairs():
     assert plan.offsets["x"] - plan.offsets["y"] == 32
     check_plan(requests, plan, pairs)
     assert plan.arena_bytes <= 1100 + 32  # y and z live together at step 2: 1,100 B, plus alignment
+
+
+@settings(max_examples=60, deadline=None)
+@given(buffer_sets(), st.integers(0, 256))
+def test_iterated_first_fit_returns_only_plans_within_the_target(requests, slack):
+    target = live_bytes_lower_bound(requests, aligned=True) + slack
+    plan = plan_iterated(requests, [], target)
+    if plan is not None:
+        check_plan(requests, plan)
+        assert plan.arena_bytes <= target
+
+
+def test_iterated_first_fit_reaches_the_bound_where_first_fit_does_not():
+    """tinyengine/detection layer by layer: first fit in the usual orders leaves a gap; moving the buffers
+    above the live-bytes bound to the front reaches it, so the integer program never runs."""
+    from nn2c.api import CompileOptions, compile_model
+    from nn2c.memory.greedy import plan_greedy_inplace
+    from tests.conftest import model_path
+
+    code = compile_model(model_path("tinyengine/detection.tflite"), CompileOptions(schedule="layer")).code
+    bound = live_bytes_lower_bound(code.buffers, code.inplace)
+    assert code.plan.planner == "greedy in-place, iterated (optimal)"
+    assert code.plan.arena_bytes <= -(-bound // 16) * 16 < plan_greedy(code.buffers).arena_bytes
+    assert plan_greedy_inplace(code.buffers, code.inplace)[0].arena_bytes >= code.plan.arena_bytes
 
 
 @pytest.mark.parametrize("model", ["tinyengine/vww.tflite", "mlcommons_tiny/kws_ref_model.tflite",

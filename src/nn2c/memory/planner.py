@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nn2c.memory.exact import plan_exact
-from nn2c.memory.greedy import plan_greedy, plan_greedy_inplace
+from nn2c.memory.greedy import plan_greedy, plan_greedy_inplace, plan_iterated
 from nn2c.memory.inplace import InPlacePair
 from nn2c.memory.requests import (
     BufferRequest,
@@ -52,6 +52,13 @@ def _plan(requests: list[BufferRequest], pairs: list[InPlacePair], planner: str,
     optimal_at = max(align_up(lower_bound, 16), aligned)
     if best.arena_bytes <= optimal_at:
         return MemoryPlan(best.offsets, best.arena_bytes, lower_bound, best.planner + " (optimal)"), honoured
+    # first fit again from other orders, the buffers above the bound first (not where ties are: the
+    # integer program also keeps them together)
+    iterated = plan_iterated(requests, pairs, optimal_at) if not ties else None
+    if iterated is not None:
+        check_plan(requests, iterated, pairs)
+        return (MemoryPlan(iterated.offsets, iterated.arena_bytes, lower_bound, "greedy in-place, iterated (optimal)"),
+                _used(iterated, pairs, requests))
     exact = plan_exact(requests, pairs, lower_bound, time_limit=time_limit, upper_bound=best.arena_bytes,
                        ties=ties, optimal_at=optimal_at, full_search=full_search)
     if exact is not None and exact.arena_bytes < best.arena_bytes:
