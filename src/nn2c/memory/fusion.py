@@ -199,7 +199,7 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
             if ram_budget is not None:
                 if best[0] <= ram_budget and cost >= best[1]:
                     break
-            elif bound >= best[0]:
+            elif align_up(bound, 16) >= best[0]:  # (arenas are whole 16-byte units)
                 break
             known = found.get(id(steps))
             if known is not None and known[0] <= align_up(bound, 16):
