@@ -113,9 +113,11 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
     # instructions per MAC layer by layer: what a recomputed MAC of a column band's halo costs
     mac_cost = base_cost / max(sum(macs(n) for n in nodes), 1)
     # the layer-by-layer plan (an integer program: HiGHS releases the GIL) is solved on a second thread
-    # while this one weighs the groups; neither writes what the other reads
+    # while this one weighs the groups; neither writes what the other reads. Without a budget, its short
+    # search only: the full one runs at the end if layer by layer can still be chosen (_settle_layer)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        layer_plan = pool.submit(_measure, graph, codes, aliases, layer_steps, inplace, time_limit, memo, "exact")
+        layer_plan = pool.submit(_measure, graph, codes, aliases, layer_steps, inplace, time_limit, memo, "exact",
+                                 ram_budget is not None)
         # each operator alone, with in-place sharing of single operators (where allowed) and without
         singles = {sharing: _single_options(graph, codes, aliases, inplace and sharing) for sharing in (True, False)}
         ops = [stream_op(code, ctx) for code in codes]
@@ -134,6 +136,9 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
             layer_ram, layer_moved = layer_plan.result()
     layer_cost = layer_moved * MOVE_COST
     if not groups:  # nothing streams or nothing can lower the RAM: layer by layer is the only schedule
+        if not _proven(memo[id(layer_steps)]):
+            layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
+            layer_cost = layer_moved * MOVE_COST
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
                       planned=memo.get(id(layer_steps)))
     estimated: dict[tuple, tuple[int, float, list[Node | RowGroup]]] = {}
@@ -162,6 +167,9 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
                     estimated[key] = (bound, sum(o.cost for o in picked), steps)
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
                                     base_cost, (layer_ram, layer_cost, layer_steps), time_limit, memo)
+    if ram_budget is None and not _proven(memo[id(layer_steps)]):
+        ram, cost, steps, layer_ram, curve = _settle_layer(graph, codes, aliases, inplace, time_limit, memo,
+                                                           layer_steps, (ram, cost, steps), curve)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
     chosen_by = policy if ram_budget is None else "ram-budget"  # a budget overrides the policy
     return Choice(steps, ram, layer_ram, cost, base_cost, curve, chosen_by, considered, memo.get(id(steps)))
@@ -221,6 +229,30 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
             if better:
                 best = (ram, total, steps)
     return best[0], best[1], best[2], _pareto(measured)
+
+
+def _proven(planned: Planned) -> bool:
+    """A plan no search can better: the full search's, or one at the live-bytes bound."""
+    return planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)")
+
+
+def _settle_layer(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool, time_limit: float,
+                  memo: dict[int, Planned], layer_steps: list[Node | RowGroup], best: tuple[int, float, list],
+                  curve: list[tuple[int, float]]) -> tuple[int, float, list, int, list[tuple[int, float]]]:
+    """The layer-by-layer plan came from the short search: plan it fully where it can still be chosen (it
+    was, or the best grouping's arena is not below its live-bytes bound), and weigh it again as _pick
+    would (least RAM, then least cost). Elsewhere its short plan stays: a grouping below its bound wins
+    whatever its full plan (the layer-by-layer figure reported is then that short plan's arena).
+    Returns the best (RAM, cost, steps), the layer-by-layer arena and the curve."""
+    ram, cost, steps = best
+    short_ram = memo[id(layer_steps)][1].arena_bytes
+    if steps is not layer_steps and ram < align_up(memo[id(layer_steps)][1].lower_bound, 16):
+        return ram, cost, steps, short_ram, curve
+    layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
+    layer_cost = layer_moved * MOVE_COST
+    if steps is layer_steps or (layer_ram, layer_cost) < (ram, cost):
+        ram, cost, steps = layer_ram, layer_cost, layer_steps
+    return ram, cost, steps, layer_ram, _pareto([*curve, (layer_ram, layer_cost)])
 
 
 def _pareto(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
