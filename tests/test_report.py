@@ -174,10 +174,13 @@ def test_quantized_compile_reports_sqnr(tmp_path):
 
 def test_one_planned_schedule_still_draws_its_tradeoff():
     """mobilenet_v2 reaches its least RAM at almost no cost, so the search plans one schedule: the picture
-    (the docs show it) still compares it with layer by layer and the candidates' bounds."""
+    (the docs show it) compares it with layer by layer (whose plan needs no relocation: no added cost)
+    and the candidates' bounds."""
     result = compile_model(model_path("tflite_micro/mobilenet_v2_quantized_1x3x224x224.tflite"),
                            CompileOptions(target="cortex-m4"))
     data = collect(result)
-    assert len(data.schedule["tradeoff"]) == 1
+    points = [(p["arena_bytes"], p["added_cost_fraction"]) for p in data.schedule["tradeoff"]]
+    assert points == [(result.code.plan.arena_bytes, data.schedule["added_cost_fraction"]),
+                      (data.schedule["layer_by_layer_arena_bytes"], 0.0)]
     assert result.code.plan.arena_bytes < data.schedule["layer_by_layer_arena_bytes"]
     assert data.images["schedule_tradeoff.png"].startswith(b"\x89PNG")

@@ -242,12 +242,13 @@ def _settle_layer(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value]
     """The layer-by-layer plan came from the short search: plan it fully where it can still be chosen (it
     was, or the best grouping's arena is not below its live-bytes bound), and weigh it again as _pick
     would (least RAM, then least cost). Elsewhere its short plan stays: a grouping below its bound wins
-    whatever its full plan (the layer-by-layer figure reported is then that short plan's arena).
-    Returns the best (RAM, cost, steps), the layer-by-layer arena and the curve."""
+    whatever its full plan (the layer-by-layer figure reported is then that short plan's arena, and it
+    is no point of the trade-off curve). Returns the best (RAM, cost, steps), the layer-by-layer arena
+    and the curve."""
     ram, cost, steps = best
-    short_ram = memo[id(layer_steps)][1].arena_bytes
-    if steps is not layer_steps and ram < align_up(memo[id(layer_steps)][1].lower_bound, 16):
-        return ram, cost, steps, short_ram, curve
+    short = memo[id(layer_steps)][1]
+    if steps is not layer_steps and ram < align_up(short.lower_bound, 16):
+        return ram, cost, steps, short.arena_bytes, [p for p in curve if p[0] != short.arena_bytes or p[0] == ram]
     layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
     layer_cost = layer_moved * MOVE_COST
     if steps is layer_steps or (layer_ram, layer_cost) < (ram, cost):
