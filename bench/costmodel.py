@@ -85,29 +85,16 @@ def _key(path: Path) -> str:
 
 
 def candidates(count: int, seed: int, folder: Path) -> list[Path]:
-    """MCUNet-style int8 candidates with seeded random weights (tests/test_row_groups.py's Net writes the
-    .tflite with nn2c's own writer): input resolution, width multiplier, per stage a depth, and per block
-    a kernel size (3/5/7) and an expand ratio (3/4/6)."""
+    """MCUNet-style int8 candidates with seeded random weights (tests/test_row_groups.py's generator, whose
+    Net writes the .tflite with nn2c's own writer), written to `folder`."""
     sys.path.insert(0, str(ROOT))  # the tests' int8 network builder
-    from tests.test_row_groups import Net
+    from tests.test_row_groups import mcunet_candidates
 
-    rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for i in range(count):
-        net = Net(int(rng.integers(1 << 30)))
-        size = int(rng.choice([48, 64, 80, 96, 112]))
-        width = float(rng.choice([0.35, 0.5, 0.75, 1.0]))
-        channels = [max(8, round(c * width / 8) * 8) for c in (16, 24, 40, 64, 96)]
-        x = net.input((1, size, size, 3))
-        h = net.conv(x, channels[0], 3, 2)
-        for stage, out_c in enumerate(channels[1:]):
-            for block in range(int(rng.integers(1, 4))):
-                h = net.inverted_bottleneck(h, int(rng.choice([3, 4, 6])), out_c, int(rng.choice([3, 5, 7])),
-                                            2 if block == 0 and stage < 3 else 1)
-        h = net.pool(h, h[1][1], 1, "AVERAGE_POOL_2D")
+    for i, model in enumerate(mcunet_candidates(count, seed)):
         path = folder / f"c{i:03d}.tflite"
-        path.write_bytes(net.build(x, h))
+        path.write_bytes(model)
         paths.append(path)
     return paths
 

@@ -100,11 +100,12 @@ def test_iterated_first_fit_reaches_the_bound_where_first_fit_does_not():
 
 @pytest.mark.parametrize("model", ["tinyengine/vww.tflite", "mlcommons_tiny/kws_ref_model.tflite",
                                    "tflite_micro/person_detect.tflite"])
-def test_short_search_stops_only_at_the_bound(model):
+def test_short_search_stops_only_at_the_bound(model, monkeypatch):
     """plan_exact's first, short search (no presolve, few nodes) is kept only when it reaches the live-bytes
-    bound: on real arenas (layer by layer, in-place pairs) its plan is as small as the full search's and
-    honours every pair it uses."""
+    bound: on real arenas (layer by layer, in-place pairs) it is the only solve (the solver's calls are
+    counted), and its plan is as small as the full search's and honours every pair it uses."""
     from nn2c.api import CompileOptions, compile_model
+    from nn2c.memory import exact
     from nn2c.memory.requests import align_up
     from tests.conftest import model_path
 
@@ -113,11 +114,20 @@ def test_short_search_stops_only_at_the_bound(model):
     bound = live_bytes_lower_bound(requests, pairs)
     optimal_at = max(align_up(bound, 16), align_up(live_bytes_lower_bound(requests, pairs, aligned=True), 16))
     full = plan_exact(requests, pairs, bound)
+    solves: list[dict] = []
+
+    def counted(*args, **kwargs):
+        solves.append(dict(kwargs["options"]))  # (scipy takes keys out of the dict it is given)
+        return solve(*args, **kwargs)
+
+    solve = exact.milp
+    monkeypatch.setattr(exact, "milp", counted)
     short = plan_exact(requests, pairs, bound, optimal_at=optimal_at)
+    assert [options["node_limit"] for options in solves] == [exact.QUICK_NODE_LIMIT]  # the short search alone
     assert full is not None and short is not None
     check_plan(requests, short, pairs)
     assert short.arena_bytes == full.arena_bytes
-    assert short.planner == "exact"  # a plan at the bound is proven optimal
+    assert short.planner == "exact" and short.proven  # a plan at the bound is proven optimal
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,13 +9,17 @@
 - --board: an unknown board is one line listing the boards (exit 7), a model over a board's RAM or
   flash is one line with the figures (exit 4), RP2040 has no bench image, `nn2c bench --board` picks
   a memory map the model fits;
-- `nn2c profile --json` fields.
+- `nn2c profile --json` fields;
+- `nn2c profile` writes its report and nothing else to stdout (the solver's own debug prints stay out).
 The profile's speed is measured by bench/costmodel.py --speed (docs/BENCHMARKS.md), not here.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +193,26 @@ def test_cost_model_predicts_a_network_it_was_not_fitted_on(tmp_path):
     predicted = prof.predicted["cortex-m4"]
     measured = report.instructions_per_inference
     assert abs(predicted - measured) <= TOLERANCE * measured, (predicted, measured)
+
+
+def test_profile_stdout_is_the_report_alone(tmp_path):
+    """The HiGHS that scipy 1.17 bundles printf()s a debug line whenever it repairs an incumbent; the
+    arenas of this candidate make it do so (bench/costmodel.py's c006). In a separate process, as a user
+    runs it (C's stdout is flushed at exit), stdout is the report and nothing else."""
+    from tests.test_row_groups import mcunet_candidates
+
+    path = tmp_path / "c006.tflite"
+    path.write_bytes(mcunet_candidates(7, 0)[6])
+    args = ["profile", str(path), "--target", "cortex-m4"]
+    run = subprocess.run([sys.executable, "-m", "nn2c", *args], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    in_process = _run(args)
+    assert in_process.exit_code == 0, in_process.output
+
+    def timeless(text: str) -> str:
+        return re.sub(r"\d+ ms after loading", "", text)
+
+    assert timeless(run.stdout) == timeless(in_process.output)
 
 
 def _run(args: list[str]):

@@ -413,6 +413,28 @@ def test_feed_and_pool_sink_are_sanitizer_and_guard_clean(model, tmp_path):
                          run_tflm(path, [records], len(debug.graph.outputs)))
 
 
+def mcunet_candidates(count: int, seed: int) -> list[bytes]:
+    """MCUNet-style int8 candidates with seeded random weights, as bench/costmodel.py measures them: input
+    resolution, width multiplier, per stage a depth, and per block a kernel size (3/5/7) and an expand
+    ratio (3/4/6)."""
+    rng = np.random.default_rng(seed)
+    models = []
+    for _ in range(count):
+        net = Net(int(rng.integers(1 << 30)))
+        size = int(rng.choice([48, 64, 80, 96, 112]))
+        width = float(rng.choice([0.35, 0.5, 0.75, 1.0]))
+        channels = [max(8, round(c * width / 8) * 8) for c in (16, 24, 40, 64, 96)]
+        x = net.input((1, size, size, 3))
+        h = net.conv(x, channels[0], 3, 2)
+        for stage, out_c in enumerate(channels[1:]):
+            for block in range(int(rng.integers(1, 4))):
+                h = net.inverted_bottleneck(h, int(rng.choice([3, 4, 6])), out_c, int(rng.choice([3, 5, 7])),
+                                            2 if block == 0 and stage < 3 else 1)
+        h = net.pool(h, h[1][1], 1, "AVERAGE_POOL_2D")
+        models.append(net.build(x, h))
+    return models
+
+
 def _unseen_candidate() -> bytes:
     """An MCUNet-style network whose peak sits in its first blocks (seed and shape of no bench candidate)."""
     net = Net(20_261_128)

@@ -77,8 +77,7 @@ def plan_arena(graph: Graph, aliases: dict[int, Value], scratch: list[list[int]]
     relocating = relocate and inplace and planner == "exact"
     if not debug:
         # a plan proven optimal there (not cut by a limit) is what this solve would give again
-        proven = planned is not None and (planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)"))
-        if planned is None or not proven or not relocating:
+        if planned is None or not planned[1].proven or not relocating:
             planned = plan_buffers(graph, aliases, scratch, steps, inplace, planner, time_limit, relocating)
         buffers, plan, honoured = planned
         return ArenaPlan(plan, buffers, buffers.requests, honoured, 0, None)

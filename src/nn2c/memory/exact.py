@@ -17,6 +17,13 @@ lies below which): the lowest aligned offsets that honour every choice exactly (
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
@@ -29,6 +36,66 @@ from nn2c.memory.requests import BufferRequest, MemoryPlan, align_up
 # remains as a safety net for a very slow machine).
 NODE_LIMIT = 20_000
 QUICK_NODE_LIMIT = 200  # the short search's work limit (a plan at the bound is kept, else the full search runs)
+
+
+class _SolverStdout:
+    """The HiGHS that scipy 1.17 bundles prints a debug line ("HighsMipSolverData::
+    transformNewIntegerFeasibleSolution tmpSolver.run();") with C's printf whenever it repairs an
+    incumbent, whatever its output options: in a compile's or a sweep's output that line is noise. While
+    any solve runs (two threads may solve at once: a reference count), file descriptor 1 points to
+    /dev/null; C's buffers are flushed before it is given back, so nothing the solver buffered comes out
+    later. Python's own stdout is flushed before. Where C's stdio cannot be reached (no libc by that
+    name), nothing is redirected."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: int | None = None
+        self._libc: ctypes.CDLL | None = None
+        try:
+            libc = ctypes.CDLL(None)
+            if hasattr(libc, "fflush"):
+                self._libc = libc
+        except (OSError, TypeError):  # (Windows: no process-wide C library by that name)
+            pass
+
+    @contextmanager
+    def silenced(self) -> Iterator[None]:
+        self._enter()
+        try:
+            yield
+        finally:
+            self._leave()
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._depth += 1
+            if self._depth > 1 or self._libc is None:
+                return
+            try:
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+                self._libc.fflush(None)
+                saved = os.dup(1)
+            except (OSError, ValueError):  # no file descriptor 1 (a daemon), or a closed stream
+                return
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+            self._saved = saved
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth or self._saved is None or self._libc is None:
+                return
+            self._libc.fflush(None)
+            os.dup2(self._saved, 1)
+            os.close(self._saved)
+            self._saved = None
+
+
+_SOLVER_STDOUT = _SolverStdout()
 
 
 def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bound: int,
@@ -104,16 +171,18 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     if optimal_at is not None:
         # first a short search without presolve: on most arenas it reaches the live-bytes bound (the plan
         # is then optimal) in a tenth of the time presolve alone takes on an MCUNet-size model
-        quick = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
-                     options={"time_limit": time_limit, "node_limit": QUICK_NODE_LIMIT, "disp": False,
-                              "presolve": False})
+        with _SOLVER_STDOUT.silenced():
+            quick = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
+                         options={"time_limit": time_limit, "node_limit": QUICK_NODE_LIMIT, "disp": False,
+                                  "presolve": False})
         if quick.x is not None and quick.fun <= optimal_at:  # (every tie joined as well)
             result = quick_found = quick
         elif not full_search:
             result = quick
     if result is None:
-        result = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
-                      options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
+        with _SOLVER_STDOUT.silenced():
+            result = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
+                          options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
     if result.x is None:
         return None
     # (lower, upper, the gap the upper needs above the lower) as the solution chose

@@ -136,7 +136,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
             layer_ram, layer_moved = layer_plan.result()
     layer_cost = layer_moved * MOVE_COST
     if not groups:  # nothing streams or nothing can lower the RAM: layer by layer is the only schedule
-        if not _proven(memo[id(layer_steps)]):
+        if not memo[id(layer_steps)][1].proven:
             layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
             layer_cost = layer_moved * MOVE_COST
         return Choice(layer_steps, layer_ram, layer_ram, layer_cost, base_cost, [(layer_ram, layer_cost)], policy,
@@ -167,7 +167,7 @@ def choose_steps(graph: Graph, codes: list[NodeCode], ctx: EmitContext, aliases:
                     estimated[key] = (bound, sum(o.cost for o in picked), steps)
     ram, cost, steps, curve = _pick(graph, codes, aliases, inplace, list(estimated.values()), policy, ram_budget,
                                     base_cost, (layer_ram, layer_cost, layer_steps), time_limit, memo)
-    if ram_budget is None and not _proven(memo[id(layer_steps)]):
+    if ram_budget is None and not memo[id(layer_steps)][1].proven:
         ram, cost, steps, layer_ram, curve = _settle_layer(graph, codes, aliases, inplace, time_limit, memo,
                                                            layer_steps, (ram, cost, steps), curve)
     considered = sorted({(bound, cost) for bound, cost, _ in estimated.values()})
@@ -231,11 +231,6 @@ def _pick(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplac
     return best[0], best[1], best[2], _pareto(measured)
 
 
-def _proven(planned: Planned) -> bool:
-    """A plan no search can better: the full search's, or one at the live-bytes bound."""
-    return planned[1].planner == "exact" or planned[1].planner.endswith("(optimal)")
-
-
 def _settle_layer(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value], inplace: bool, time_limit: float,
                   memo: dict[int, Planned], layer_steps: list[Node | RowGroup], best: tuple[int, float, list],
                   curve: list[tuple[int, float]]) -> tuple[int, float, list, int, list[tuple[int, float]]]:
@@ -248,7 +243,7 @@ def _settle_layer(graph: Graph, codes: list[NodeCode], aliases: dict[int, Value]
     ram, cost, steps = best
     short = memo[id(layer_steps)][1]
     if steps is not layer_steps and ram < align_up(short.lower_bound, 16):
-        return ram, cost, steps, short.arena_bytes, [p for p in curve if p[0] != short.arena_bytes or p[0] == ram]
+        return ram, cost, steps, short.arena_bytes, [p for p in curve if p[0] != short.arena_bytes]
     layer_ram, layer_moved = _measure(graph, codes, aliases, layer_steps, inplace, time_limit, memo)
     layer_cost = layer_moved * MOVE_COST
     if steps is layer_steps or (layer_ram, layer_cost) < (ram, cost):

@@ -65,31 +65,43 @@ def _forbidden(r: BufferRequest, q: BufferRequest, q_offset: int, rel: dict) -> 
     return q_offset - r.size, q_offset + q.size
 
 
-def _first_fit(requests: list[BufferRequest], order: list[BufferRequest], pairs: list) -> MemoryPlan:
+def _first_fit(requests: list[BufferRequest], order: list[BufferRequest], pairs: list,
+               conflicts: dict[str, list[BufferRequest]] | None = None, lower_bound: int | None = None
+               ) -> MemoryPlan:
+    """`conflicts` (each buffer's non-empty buffers live with it: _conflicts) and the live-bytes
+    `lower_bound`, when the caller places the same buffers many times."""
     rel = {(p.input, p.output): p.distance for p in pairs}
-    placed: list[tuple[BufferRequest, int]] = []
+    if conflicts is None:
+        conflicts = _conflicts(requests)
     offsets: dict[str, int] = {}
     for r in order:
-        intervals = sorted(
-            _forbidden(r, q, qo, rel) for q, qo in placed if q.overlaps_in_time(r) and q.size and r.size
-        )
+        # (sorted by their start: once the candidate fits below one, it fits below all later ones; an
+        # interval it skipped over can no longer cover it, as the candidate only rises)
+        intervals = sorted(_forbidden(r, q, offsets[q.name], rel) for q in conflicts[r.name] if q.name in offsets)
         offset = 0
         for low, high in intervals:
-            if offset <= low:  # fits below this interval (all later ones start at or after it)
+            if offset <= low:
                 break
-            offset = max(offset, align_up(high, r.alignment))
-        # a later interval may still cover the candidate: scan until stable
-        changed = True
-        while changed:
-            changed = False
-            for low, high in intervals:
-                if low < offset < high:
-                    offset = align_up(high, r.alignment)
-                    changed = True
+            if offset < high:
+                offset = align_up(high, r.alignment)
         offsets[r.name] = offset
-        placed.append((r, offset))
-    arena = max((o + r.size for r, o in placed), default=0)
-    return MemoryPlan(offsets, align_up(arena, 16), live_bytes_lower_bound(requests, pairs), "greedy in-place")
+    arena = max((offsets[r.name] + r.size for r in order), default=0)
+    if lower_bound is None:
+        lower_bound = live_bytes_lower_bound(requests, pairs)
+    return MemoryPlan(offsets, align_up(arena, 16), lower_bound, "greedy in-place")
+
+
+def _conflicts(requests: list[BufferRequest]) -> dict[str, list[BufferRequest]]:
+    """Per buffer, the other non-empty buffers live at some step with it (none for an empty one)."""
+    by_start = sorted((r for r in requests if r.size), key=lambda r: r.first)
+    conflicts: dict[str, list[BufferRequest]] = {r.name: [] for r in requests}
+    for i, r in enumerate(by_start):
+        for q in by_start[i + 1 :]:
+            if q.first > r.last:
+                break
+            conflicts[r.name].append(q)
+            conflicts[q.name].append(r)
+    return conflicts
 
 
 ITERATED_ROUNDS = 8  # first-fit rounds per starting order in plan_iterated
@@ -107,12 +119,17 @@ def plan_iterated(requests: list[BufferRequest], pairs: list, target: int,
         sorted(requests, key=lambda r: (-r.size, r.first, r.name)),
         _reverse_order(requests),
     )
+    conflicts, bound = _conflicts(requests), live_bytes_lower_bound(requests, pairs)
     for order in starts:
+        seen: set[tuple[str, ...]] = set()  # (first fit places an order it saw again as before)
         for _ in range(rounds):
-            plan = _first_fit(requests, order, pairs)
+            plan = _first_fit(requests, order, pairs, conflicts, bound)
             if plan.arena_bytes <= target:
                 return plan
+            seen.add(tuple(r.name for r in order))
             above = [r for r in order if plan.offsets[r.name] + r.size > target]
             moved = {r.name for r in above}
             order = above + [r for r in order if r.name not in moved]
+            if tuple(r.name for r in order) in seen:
+                break
     return None

@@ -27,6 +27,12 @@ class MemoryPlan:
     lower_bound: int
     planner: str
 
+    @property
+    def proven(self) -> bool:
+        """No search can better this plan: the exact planner's full search ended, or the plan sits at the
+        live-bytes bound (memory/planner.py labels it "(optimal)")."""
+        return self.planner == "exact" or self.planner.endswith("(optimal)")
+
 
 def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment

@@ -156,11 +156,11 @@ def _reads_padding(node: Node) -> bool:
 
 
 def _channel_rows(node: Node) -> np.ndarray:
-    """The filter as [out_channel, taps, in_channel] (a depthwise filter: [c, taps, 1]), int64 for int8."""
+    """The filter as [out_channel, taps, in_channel] (a depthwise filter: [c, taps, 1]), a view of the
+    weights (numpy sums int8 in the platform's int64)."""
     w = node.inputs[1]
     assert w is not None and w.data is not None
     data = np.asarray(w.data)
-    data = data.astype(np.int64) if data.dtype == np.int8 else data
     if node.op == "FULLY_CONNECTED":
         return data[:, None, :]
     if node.op == "CONV_2D":
@@ -248,7 +248,9 @@ def _constant_channels(graph: Graph) -> dict[int, dict[int, int]]:
                 ok = ~(used & ~constant).any(axis=1)  # every channel it reads is constant
                 if padded:  # a padded tap reads zp_in, the rest read k: one value only where k = zp_in
                     ok &= ~(used & (offset != 0)).any(axis=1)
-                sums = (rows.sum(axis=1) * offset).sum(axis=1)  # unread channels' sums are 0
+                sums = np.zeros(rows.shape[0], dtype=np.int64)  # unread channels' sums are 0
+                if inputs and ok.any():
+                    sums = (rows.sum(axis=1) * offset).sum(axis=1)
             bias_data = np.asarray(bias.data).reshape(-1) if bias is not None else None
             for o in np.flatnonzero(ok):
                 acc = int(bias_data[o]) if bias_data is not None else 0
