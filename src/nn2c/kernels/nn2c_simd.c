@@ -483,14 +483,19 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
     int32_t w0, w1, w0e, w1e, xe, xo;
     const nn2c_simd_word_t *wp = *w;
 #if defined(NN2C_INLINE_ASM)
-    if (blocks & 1) {
-        __asm__ volatile(NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_OPERANDS);
-    }
-    if (blocks >= 2) {
-        __asm__ volatile("1:\n\t" NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_STEP
-                         "cmp    %[x], %[x_end]\n\t"
-                         "bne    1b\n\t" NN2C_DSP_PAIR_OPERANDS);
-    }
+    /* one block first when their count is odd (x_end - x = 16 bytes a block), then two a step: in one
+     * assembly block, so that the count need not stay in a register (or on the stack) around it */
+    (void)blocks;
+    __asm__ volatile("sub    %[xe], %[x_end], %[x]\n\t"
+                     "tst    %[xe], #16\n\t"
+                     "beq    1f\n\t" NN2C_DSP_PAIR_STEP
+                     "1:\n\t"
+                     "cmp    %[x], %[x_end]\n\t"
+                     "beq    3f\n"
+                     "2:\n\t" NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_STEP
+                     "cmp    %[x], %[x_end]\n\t"
+                     "bne    2b\n"
+                     "3:\n\t" NN2C_DSP_PAIR_OPERANDS);
 #else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
     (void)blocks;
     for (; x != x_end; x += 4, wp += 2) {
@@ -517,15 +522,70 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
     s[3] = s11;
 }
 
+/* Two channels of a pixel pair (sums s0 / s1: channels 0 / 1 of pixel 0, s2 / s3 of pixel 1), every shift
+ * negative and int8's whole range (nn2c_gemm_pair16's usual case): requantised in assembly
+ * (NN2C_DSP_RQ_SUM, each channel's constants loaded once for both pixels), each pixel's two bytes
+ * packed into one halfword (*y0: pixel 0, *y1: pixel 1, lower channel in the lower byte). */
+NN2C_INLINE void nn2c_dsp_requant2x2_right(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t *mp,
+                                           const int32_t *sp_, const int64_t *rp, int32_t off, int32_t *y0,
+                                           int32_t *y1) {
+#if defined(NN2C_INLINE_ASM)
+    int32_t m, sh, lo, hi;
+    __asm__(NN2C_DSP_RQ_CHANNEL(0) NN2C_DSP_RQ_SUM("s0", 0) NN2C_DSP_RQ_SUM("s2", 0)
+            NN2C_DSP_RQ_CHANNEL(1) NN2C_DSP_RQ_SUM("s1", 1) NN2C_DSP_RQ_SUM("s3", 1)
+            "bfi    %[s0], %[s1], #8, #8\n\t"
+            "bfi    %[s2], %[s3], #8, #8\n\t" NN2C_DSP_RQ_OPERANDS(2));
+    *y0 = s0;
+    *y1 = s2;
+#else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
+    const int32_t a = nn2c_dsp_requant_sat(s0, mp[0], sp_[0], rp, off);
+    const int32_t b = nn2c_dsp_requant_sat(s1, mp[1], sp_[1], rp + 2, off);
+    const int32_t c = nn2c_dsp_requant_sat(s2, mp[0], sp_[0], rp, off);
+    const int32_t d = nn2c_dsp_requant_sat(s3, mp[1], sp_[1], rp + 2, off);
+    *y0 = (int32_t)(((uint32_t)a & 0xFFu) | ((uint32_t)b & 0xFFu) << 8);
+    *y1 = (int32_t)(((uint32_t)c & 0xFFu) | ((uint32_t)d & 0xFFu) << 8);
+#endif
+}
+
+/* The whole channel pairs of nn2c_gemm_pair16 when `right` (every shift negative) and the activation
+ * range is int8's: the requantisation in assembly and one halfword stored per pixel, so that fewer
+ * values live across the dot product's assembly (GCC 12 reloaded some 26 spilled values per channel
+ * pair from the stack around it). Returns the channels done. */
+static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
+                                      const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
+    const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
+    const nn2c_simd_word_t *wp = *w;
+    const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
+    const int32_t *bias = m->bias, *mp = m->multipliers, *sp_ = m->shifts;
+    const int64_t *rp = m->rounding;
+    const int32_t off = m->output_offset, end = m->out_c & ~1;
+    /* (one index rather than a pointer per array: GCC spills either way, an index costs one store) */
+    for (int32_t c = 0; c != end; c += 2) {
+        int32_t s[4] = {bias[c], bias[c + 1], bias[c], bias[c + 1]};
+        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
+        int32_t y0, y1;
+        nn2c_dsp_requant2x2_right(s[0], s[1], s[2], s[3], mp + c, sp_ + c, rp + 2 * c, off, &y0, &y1);
+        const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
+        memcpy(o0 + c, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
+        memcpy(o1 + c, &h1, 2);
+    }
+    *w = wp;
+    return m->out_c & ~1;
+}
+
 static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair, const int8_t *w, int8_t *o0,
-                             int8_t *o1) {
+                             int8_t *o1, int right) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const int32_t out_c = m->out_c;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
     const int narrow = o.lo > -128 || o.hi < 127;
-    for (int32_t c = 0; c < out_c; c += 2) {
+    int32_t first = 0;
+    if (right && !narrow) {
+        first = nn2c_gemm_pair16_right(m, pair, &wp, o0, o1);
+    }
+    for (int32_t c = first; c < out_c; c += 2) {
         int32_t s[4] = {m->bias[c], m->bias[c + 1], m->bias[c], m->bias[c + 1]};
         nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
         /* all four requantised before any store: int8 stores may alias the per-channel arrays,
@@ -1275,6 +1335,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const int32_t pad = nn2c_simd_splat(p->pad_value);
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
     const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
+    const int right = nn2c_dsp_all_right(m->shifts, m->out_c);
     int8_t *pending = NULL;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
@@ -1294,7 +1355,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
                     nn2c_dsp_expand(row, m->depth, pair + (pending ? 2 : 0));
                 }
                 if (pending) {
-                    nn2c_gemm_pair16(m, pair, packed_filter, pending, out);
+                    nn2c_gemm_pair16(m, pair, packed_filter, pending, out, right);
                     nn2c_conv_feed(sink, q + 1, g->batches * g->out_h * g->out_w, g->out_c);
                     pending = NULL;
                 } else {
