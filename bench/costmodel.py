@@ -25,6 +25,7 @@ out of the fit; measurements are kept in test-artifacts/costmodel_measurements.j
     python bench/costmodel.py --candidates 202  # + 202 generated candidates (2 have an inf scale: refused)
     python bench/costmodel.py --refit --speed   # fit again without QEMU; + time nn2c.profile on tinyengine/vww
     python bench/costmodel.py --layer-samples   # saved models with row groups measured layer by layer too
+    python bench/costmodel.py --rekey           # the saved steps' kernel keys from nn2c.profile again, refit
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def models() -> list[Path]:
 
 def _key(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
+
+
+def saved_paths() -> dict[str, Path]:
+    """The file of each network the measurements may hold, by its key: models/ and the candidates written."""
+    return {_key(p): p for p in [*models(), *sorted(CANDIDATES.glob("*.tflite"))]}
 
 
 def candidates(count: int, seed: int, folder: Path) -> list[Path]:
@@ -156,15 +162,46 @@ def add_layer_samples(row: dict[str, Any], path: Path) -> bool:
 
 
 def _step_json(step: StepProfile) -> dict[str, Any]:
-    return {"step": step.step, "op": step.op, "kernel": kernel_key(step.kernels), "kernels": step.kernels,
-            "features": step.features(), "members": step.members, "has_code": step.has_code}
+    return {"step": step.step, "op": step.op, "kernel": kernel_key(step.kernels, step.variant),
+            "kernels": step.kernels, "variant": step.variant, "features": step.features(), "members": step.members,
+            "has_code": step.has_code}
 
 
 def _as_step(row: dict[str, Any]) -> StepProfile:
     f = row["features"]
     return StepProfile(row["step"], row["op"], "", [], row["kernels"], int(f["macs"]), int(f["output_elements"]),
                        int(f["input_elements"]), int(f["output_pixels"]), 0,
-                       window_taps=int(f.get("window_taps", 0)), members=row["members"], has_code=row["has_code"])
+                       window_taps=int(f.get("window_taps", 0)), members=row["members"], has_code=row["has_code"],
+                       variant=row.get("variant", ""))
+
+
+def rekey(data: dict[str, Any]) -> int:
+    """The profile side of the saved measurements again, without QEMU: each saved network profiled as it was
+    measured (its default schedule, and layer by layer for its "layer_steps"), and every step's kernel key,
+    variant and row-group members taken from that profile (the keys change when the lowering tells a kernel's
+    paths apart: NodeCode.variant). The measured counts stay. Returns the steps whose key changed."""
+    from nn2c.api import CompileOptions
+
+    paths = saved_paths()
+    changed = 0
+    for row in data["rows"]:
+        path = paths.get(row["model"])
+        if path is None:
+            raise SystemExit(f"costmodel: --rekey: {row['model']} is not in models/ nor {CANDIDATES}")
+        for field_name, options in (("steps", CompileOptions(target=row["target"])),
+                                    ("layer_steps", CompileOptions(target=row["target"], schedule="layer"))):
+            if field_name not in row:
+                continue
+            steps = profile(path, target=row["target"], options=options).steps
+            saved = row[field_name]
+            if [s.op for s in steps] != [s["op"] for s in saved]:
+                raise SystemExit(f"costmodel: --rekey: {row['model']} ({row['target']}) no longer compiles to the "
+                                 "steps measured: measure it again")
+            for step, old in zip(steps, saved, strict=True):
+                new = _step_json(step)
+                changed += new["kernel"] != old["kernel"] or new["members"] != old["members"]
+                old.update({k: new[k] for k in ("kernel", "kernels", "variant", "members")})
+    return changed
 
 
 def _fit_linear(samples: list[tuple[dict[str, float], float]]) -> dict[str, float]:
@@ -240,7 +277,7 @@ def _overhead_features(row: dict[str, Any]) -> list[float]:
 def add_moved(data: dict[str, Any]) -> int:
     """Measurements saved before the relocations were recorded: profile those models again for them
     (exact and QEMU-free: the plan's moves). Returns how many rows were completed."""
-    paths = {_key(p): p for p in models()} | {_key(p): p for p in sorted(CANDIDATES.glob("*.tflite"))}
+    paths = saved_paths()
     done = 0
     for row in data["rows"]:
         if "moved" not in row and row["model"] in paths:
@@ -302,7 +339,7 @@ SPEED_MODES = [("auto", "exact"), ("layer", "exact"), ("layer", "greedy")]
 
 def measure_speed(runs: int) -> list[dict[str, Any]]:
     """nn2c.profile's time on SPEED_MODEL after loading it (an in-memory Graph, as a search loop would pass),
-    per (schedule, planner), with the median time of each stage."""
+    per (schedule, planner), after a first run (as measure_candidate_speed), with the median time of each stage."""
     from nn2c.api import CompileOptions, load_model
 
     graph = load_model(ROOT / "models" / f"{SPEED_MODEL}.tflite")
@@ -311,7 +348,7 @@ def measure_speed(runs: int) -> list[dict[str, Any]]:
         options = CompileOptions(schedule=schedule, planner=planner)
         totals: list[float] = []
         stages: dict[str, list[float]] = {}
-        ram = 0
+        ram = profile(graph, target="cortex-m4", options=options).ram_bytes  # (a first run, untimed: as a search's)
         for _ in range(runs):
             stamps: list[tuple[float, str]] = []
             prof = profile(graph, target="cortex-m4", options=options,
@@ -356,7 +393,7 @@ def measure_candidate_speed(count: int = SPEED_CANDIDATES) -> dict[str, Any]:
 
 def render_speed(speed: list[dict[str, Any]]) -> list[str]:
     stages = list(speed[0]["stages_ms"])
-    lines = ["", f"### Profile time ({SPEED_MODEL}, cortex-m4, after loading; {speed[0]['runs']} runs each, "
+    lines = ["", f"### Profile time ({SPEED_MODEL}, cortex-m4, after loading and a first run; {speed[0]['runs']} runs each, "
              "this shared 2-core machine)", "",
              "| --schedule | --planner | RAM (= compile's with the same options) | median | p95 | "
              + " | ".join(stages) + " |",
@@ -506,16 +543,21 @@ def main() -> int:
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/BENCHMARKS.md")
     parser.add_argument("--layer-samples", action="store_true",
                         help="measure the saved models whose default runs row groups layer by layer too, and refit")
+    parser.add_argument("--rekey", action="store_true",
+                        help="take the saved measurements' kernel keys from nn2c.profile again (no QEMU), and refit")
     parser.add_argument("--speed", type=int, nargs="?", const=20, default=0, metavar="RUNS",
                         help=f"also time nn2c.profile on {SPEED_MODEL} (RUNS runs per mode, default 20)")
     args = parser.parse_args()
     started = time.time()
-    if not args.refit and missing_tools():
+    if not (args.refit or args.rekey) and missing_tools():
         print(f"costmodel: needs {', '.join(missing_tools())}", file=sys.stderr)
         return 1
-    if args.refit or args.candidates or args.layer_samples:
+    if args.refit or args.candidates or args.layer_samples or args.rekey:
         data = json.loads(MEASUREMENTS.read_text())
         if add_moved(data):
+            MEASUREMENTS.write_text(json.dumps(data))
+        if args.rekey:
+            print(f"{rekey(data)} steps have another kernel key", flush=True)
             MEASUREMENTS.write_text(json.dumps(data))
         if args.layer_samples:
             paths = {_key(p): p for p in models()}

@@ -195,6 +195,29 @@ def test_cost_model_predicts_a_network_it_was_not_fitted_on(tmp_path):
     assert abs(predicted - measured) <= TOLERANCE * measured, (predicted, measured)
 
 
+def test_convolution_output_stages_are_fitted_apart(tmp_path):
+    """The DSP convolution (nn2c_gemm_pair16) requantises in assembly only where every shift is negative and
+    the activation range is int8's; elsewhere its C output stage costs some 25 instructions more a channel
+    pair. The lowering marks those convolutions (NodeCode.variant), the cost model keys them apart and ships a
+    fit for each path: kws's convolutions take the assembly path, an MCUNet-style candidate's RELU6 ones the
+    C one. Helium has one output stage: no variant."""
+    from nn2c.profiler import kernel_key
+    from tests.test_row_groups import _unseen_candidate
+
+    def conv_keys(path: Path, target: str) -> set[str]:
+        prof = profile(path, target=target)
+        return ({kernel_key(s.kernels, s.variant) for s in prof.steps if s.op == "CONV_2D"}
+                | {m["kernel"] for s in prof.steps for m in s.members if m["op"] == "CONV_2D"})
+
+    path = tmp_path / "candidate.tflite"
+    path.write_bytes(_unseen_candidate())
+    assert conv_keys(model_path("mlcommons_tiny/kws_ref_model.tflite"), "cortex-m4") == {"nn2c_conv_s8_simd"}
+    assert conv_keys(path, "cortex-m4") == {"nn2c_conv_s8_simd", "nn2c_conv_s8_simd/generic-output"}
+    assert conv_keys(path, "cortex-m55") == {"nn2c_conv_s8_simd"}
+    fitted = cost_model()["cortex-m4"]["op_kernels"]
+    assert {"CONV_2D:nn2c_conv_s8_simd", "CONV_2D:nn2c_conv_s8_simd/generic-output"} <= set(fitted)
+
+
 def test_profile_stdout_is_the_report_alone(tmp_path):
     """The HiGHS that scipy 1.17 bundles printf()s a debug line whenever it repairs an incumbent; the
     arenas of this candidate make it do so (bench/costmodel.py's c006). In a separate process, as a user

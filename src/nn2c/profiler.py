@@ -72,6 +72,7 @@ class StepProfile:
     # {"op", "kernel", "features"} each, predicted one by one
     members: list[dict[str, Any]] = field(default_factory=list)
     has_code: bool = True  # False: an aliased reshape, which runs nothing
+    variant: str = ""  # a kernel path fitted apart (NodeCode.variant)
 
     def features(self) -> dict[str, float]:
         return {"macs": self.macs, "output_elements": self.output_elements, "input_elements": self.input_elements,
@@ -287,7 +288,7 @@ def _step_profile(index: int, step: Any, code: NodeCode, member_codes: dict[int,
     mac, out, inp, pix = node_features(step)
     has_code = bool(code.statements)
     return StepProfile(index, step.op, step.name, [step.index], kernels, mac, out, inp, pix, _weights(step),
-                       window_taps=window_taps(step), has_code=has_code)
+                       window_taps=window_taps(step), has_code=has_code, variant=code.variant)
 
 
 def node_instructions(core: str, codes: list[NodeCode]) -> list[float] | None:
@@ -307,7 +308,8 @@ def layer_instructions(core: str, codes: list[NodeCode]) -> float | None:
 
 def _member(code: NodeCode) -> dict[str, Any]:
     """One operator of a row group or of a run-time WHILE's iteration, as predict_step reads it."""
-    return {"op": code.node.op, "kernel": kernel_key([f for f, _ in code.calls]), "features": _feature_dict(code.node)}
+    return {"op": code.node.op, "kernel": kernel_key([f for f, _ in code.calls], code.variant),
+            "features": _feature_dict(code.node)}
 
 
 def _weights(node: Node) -> int:
@@ -336,18 +338,21 @@ def _linear(coefficients: dict[str, float], features: dict[str, float]) -> float
 
 
 def _predict_kernel(costs: dict[str, Any], key: str, op: str, features: dict[str, float]) -> float:
-    """The most specific fit the model has: this operator with this kernel, the kernel, the operator,
-    the core's overall fit."""
-    for table, name in (("op_kernels", f"{op}:{key}"), ("kernels", key), ("ops", op)):
+    """The most specific fit the model has: this operator with this kernel, the kernel (a variant's key,
+    then the kernel's without the variant), the operator, the core's overall fit."""
+    keys = [key, key.split("/")[0]] if "/" in key else [key]
+    for table, name in [*((t, n) for k in keys for t, n in (("op_kernels", f"{op}:{k}"), ("kernels", k))),
+                        ("ops", op)]:
         coefficients = costs.get(table, {}).get(name)
         if coefficients is not None:
             return _linear(coefficients, features)
     return _linear(costs["fallback"], features)
 
 
-def kernel_key(kernels: list[str]) -> str:
-    """The cost model's name for a step's kernel calls ("" for a step without code)."""
-    return "+".join(kernels)
+def kernel_key(kernels: list[str], variant: str = "") -> str:
+    """The cost model's name for a step's kernel calls ("" for a step without code), with the variant of
+    its kernel's path where it has one (NodeCode.variant): "nn2c_conv_s8_simd/generic-output"."""
+    return "+".join(kernels) + (f"/{variant}" if variant else "")
 
 
 def predict_step(costs: dict[str, Any], info: StepProfile) -> float:
@@ -360,7 +365,7 @@ def predict_step(costs: dict[str, Any], info: StepProfile) -> float:
         return members
     if not info.has_code:
         return 0.0  # an aliased reshape: no code
-    return max(_predict_kernel(costs, kernel_key(info.kernels), info.op, info.features()), 0.0)
+    return max(_predict_kernel(costs, kernel_key(info.kernels, info.variant), info.op, info.features()), 0.0)
 
 
 def moved_bytes(moves: list[Move]) -> dict[str, int]:

@@ -61,6 +61,8 @@ class NodeCode:
     aliases: dict[int, Value] = field(default_factory=dict)  # id(output) -> input it shares memory with
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (function, args) of each call
     inner: list[NodeCode] = field(default_factory=list)  # a run-time WHILE: its condition's and body's code
+    # a path of its kernel that costs differently from the usual one, for the cost model's key (nn2c.profiler)
+    variant: str = ""
 
 
 class EmitContext:
@@ -197,6 +199,11 @@ class EmitContext:
     def statement(self, text: str) -> None:
         assert self._current is not None
         self._current.statements.append(text)
+
+    def variant(self, name: str) -> None:
+        """The operator's kernel takes a path `name` that the cost model fits apart (NodeCode.variant)."""
+        assert self._current is not None
+        self._current.variant = name
 
 
 # params-struct fields declared wider than int32_t in kernels/*.h: the int64_t rounding constants

@@ -476,6 +476,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
                          and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w)),
     })
     depth = rows.shape[1]
+    if ctx.target.conv_pair_int16 and not _assembly_output(real, act_min, act_max):
+        ctx.variant("generic-output")
     if ctx.target.conv_pair_int16:  # DSP: a pixel pair as int16, + an int8 im2col row
         # (none for a 1x1 filter without padding, which reads the pixels, or for filter rows of whole
         # words, expanded straight from the image: nn2c_dsp_expand_window)
@@ -485,6 +487,13 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+
+
+def _assembly_output(real: list[float], act_min: int, act_max: int) -> bool:
+    """Whether the DSP convolution requantises in assembly (nn2c_gemm_pair16: every shift negative,
+    nn2c_dsp_all_right, and int8's whole range, not `narrow`). Elsewhere its C output stage costs some 25
+    instructions more a channel pair: a variant the cost model fits apart."""
+    return act_min == -128 and act_max == 127 and bool((quantize_multipliers(real)[1] < 0).all())
 
 
 def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Value | None, out: Value,
