@@ -357,7 +357,6 @@ def measure_speed(runs: int) -> list[dict[str, Any]]:
             for (start, text), (stop, _) in zip(stamps, [*stamps[1:], (end, "")], strict=True):
                 stages.setdefault(text.split(" (")[0], []).append(stop - start)
             totals.append(prof.seconds)
-            ram = prof.ram_bytes
         results.append({"schedule": schedule, "planner": planner, "runs": runs, "ram_bytes": ram,
                         "median_ms": 1000 * float(np.median(totals)), "p95_ms": 1000 * float(np.percentile(totals, 95)),
                         "stages_ms": {k: 1000 * float(np.median(v)) for k, v in stages.items()}})

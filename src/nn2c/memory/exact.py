@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
 from scipy.sparse import lil_matrix
 
 from nn2c.memory.inplace import InPlacePair
@@ -96,6 +96,14 @@ class _SolverStdout:
 
 
 _SOLVER_STDOUT = _SolverStdout()
+
+
+def _solve(cost: np.ndarray, integrality: np.ndarray, bounds: Bounds, constraints: LinearConstraint,
+           options: dict) -> OptimizeResult:
+    """scipy's milp with the solver's debug printf kept out of stdout (_SolverStdout)."""
+    with _SOLVER_STDOUT.silenced():
+        return milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
+                    options={"disp": False, **options})
 
 
 def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bound: int,
@@ -171,18 +179,14 @@ def plan_exact(requests: list[BufferRequest], pairs: list[InPlacePair], lower_bo
     if optimal_at is not None:
         # first a short search without presolve: on most arenas it reaches the live-bytes bound (the plan
         # is then optimal) in a tenth of the time presolve alone takes on an MCUNet-size model
-        with _SOLVER_STDOUT.silenced():
-            quick = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
-                         options={"time_limit": time_limit, "node_limit": QUICK_NODE_LIMIT, "disp": False,
-                                  "presolve": False})
+        quick = _solve(cost, integrality, bounds, constraints,
+                       {"time_limit": time_limit, "node_limit": QUICK_NODE_LIMIT, "presolve": False})
         if quick.x is not None and quick.fun <= optimal_at:  # (every tie joined as well)
             result = quick_found = quick
         elif not full_search:
             result = quick
     if result is None:
-        with _SOLVER_STDOUT.silenced():
-            result = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints,
-                          options={"time_limit": time_limit, "node_limit": node_limit, "disp": False})
+        result = _solve(cost, integrality, bounds, constraints, {"time_limit": time_limit, "node_limit": node_limit})
     if result.x is None:
         return None
     # (lower, upper, the gap the upper needs above the lower) as the solution chose
