@@ -210,6 +210,39 @@ def test_fully_connected_row_sums_of_optimize_in_qemu(target, optimize, tmp_path
         assert report.footprint.flash_weights <= 18 * 37 + 33 * 18 + 4 * (18 + 33) + 8 * 33 + 6 * 15
 
 
+@pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
+@pytest.mark.parametrize("batches", [1, 3])
+def test_fully_connected_balanced_in_qemu(batches, build, monkeypatch, tmp_path):
+    """nn2c_fc_s8_simd on the Cortex-M4 (--optimize balanced) on shapes the real models lack: one row
+    (the four-channel kernel, its assembly output stage where every shift is negative and the range is
+    int8's) and three (a row pair, then one), a depth tail, unit counts that leave a partial group of
+    four, an int8-range layer, a RELU (narrower range) and a layer with a positive shift (the C output
+    stage); bit-exact with TFLM, built with and without the inline assembly."""
+    from nn2c.targets import cortexm_build
+
+    flags = [part for flag in cortexm_build.COMPILE_FLAGS for part in (build.split() if flag == "-O2" else [flag])]
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+    rng = np.random.default_rng(23)
+    b = ModelBuilder()
+    x = b.tensor("int8", (batches, 37), scale=0.05, zero_point=-7)
+    layers = [  # units, output scale (shift < 0 at 0.1 and 0.2; > 0 at 2e-4), activation
+        (18, 0.1, "NONE"), (33, 0.2, "RELU"), (22, 2e-4, "NONE"), (12, 0.3, "NONE")]
+    h, depth = x, 37
+    for units, scale, activation in layers:
+        w = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.002, 0.02, units)), zero_point=[0] * units,
+                     data=rng.integers(-127, 128, (units, depth)))
+        bias = b.tensor("int32", (units,), scale=1e-4, zero_point=0, data=rng.integers(-3000, 3000, units))
+        y = b.tensor("int8", (batches, units), scale=scale, zero_point=int(rng.integers(-20, 20)))
+        b.op("FULLY_CONNECTED", [h, w, bias], [y], {"fused_activation_function": activation})
+        h, depth = y, units
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(b.build([x], [h]))
+    report = bench_model(path, target="cortex-m4", count=3, seed=5, workdir=tmp_path / "fc")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert {tuple(layer.calls) for layer in report.layers} == {("nn2c_fc_s8_simd",)}, report.layers
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_simd_kernels_in_place(target, tmp_path):
     """In-place outputs (memory/inplace.py) with the SIMD kernels: kws writes every depthwise output

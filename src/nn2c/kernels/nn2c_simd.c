@@ -365,64 +365,116 @@ static inline void nn2c_dsp_row1_step(int32_t v, const int8_t *wp, const int8_t 
     *s3 = __smlad(vo, w3o, __smlad(ve, w3e, *s3));
 }
 
+/* One step of nn2c_gemm_rows1's loop: one input word against two filter words of each of two groups
+ * (4 channels x 4 values, 16 MACs): 10 SXTB16, 8 SMLAD, 21 instructions. */
+#define NN2C_DSP_ROW1_STEP \
+    "ldr    %[xo], [%[x]], #4\n\t" \
+    "ldrd   %[w0], %[w1], [%[wp]], #8\n\t" \
+    "sxtb16 %[xe], %[xo]\n\t" \
+    "sxtb16 %[xo], %[xo], ror #8\n\t" \
+    "sxtb16 %[t], %[w0]\n\t" \
+    "smlad  %[s0], %[xe], %[t], %[s0]\n\t" \
+    "sxtb16 %[w0], %[w0], ror #8\n\t" \
+    "smlad  %[s0], %[xo], %[w0], %[s0]\n\t" \
+    "sxtb16 %[t], %[w1]\n\t" \
+    "smlad  %[s1], %[xe], %[t], %[s1]\n\t" \
+    "sxtb16 %[w1], %[w1], ror #8\n\t" \
+    "smlad  %[s1], %[xo], %[w1], %[s1]\n\t" \
+    "ldrd   %[w0], %[w1], [%[wq]], #8\n\t" \
+    "sxtb16 %[t], %[w0]\n\t" \
+    "smlad  %[s2], %[xe], %[t], %[s2]\n\t" \
+    "sxtb16 %[w0], %[w0], ror #8\n\t" \
+    "smlad  %[s2], %[xo], %[w0], %[s2]\n\t" \
+    "sxtb16 %[t], %[w1]\n\t" \
+    "smlad  %[s3], %[xe], %[t], %[s3]\n\t" \
+    "sxtb16 %[w1], %[w1], ror #8\n\t" \
+    "smlad  %[s3], %[xo], %[w1], %[s3]\n\t"
+
+/* The four channel sums s[0..3] of one row a0 over two filter groups (*wp, *wq, advanced past them),
+ * the whole blocks in assembly, two steps a loop iteration (22 instructions per 16 MACs; GCC 12: 29). */
+NN2C_INLINE void nn2c_dsp_row1_dot(const int8_t *a0, int32_t blocks, int32_t tail, const int8_t **wp_,
+                                   const int8_t **wq_, int32_t s[4]) {
+    int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    const int8_t *x0 = a0, *wp = *wp_, *wq = *wq_;
+#if defined(NN2C_INLINE_ASM)
+    if (blocks > 0) {
+        /* one step first when the count is odd, then two a loop iteration: in one assembly block, so
+         * that the count need not stay in a register around it */
+        const int8_t *const x0_end = a0 + 4 * blocks;
+        int32_t xe, xo, w0, w1, t;
+        __asm__ volatile("sub    %[xe], %[x_end], %[x]\n\t"
+                         "tst    %[xe], #4\n\t"
+                         "beq    1f\n\t" NN2C_DSP_ROW1_STEP
+                         "1:\n\t"
+                         "cmp    %[x], %[x_end]\n\t"
+                         "beq    3f\n"
+                         "2:\n\t" NN2C_DSP_ROW1_STEP NN2C_DSP_ROW1_STEP
+                         "cmp    %[x], %[x_end]\n\t"
+                         "bne    2b\n"
+                         "3:\n\t"
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x0), [wp] "+r"(wp),
+                           [wq] "+r"(wq), [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1),
+                           [t] "=&r"(t)
+                         : [x_end] "r"(x0_end)
+                         : "cc", "memory");
+    }
+#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
+    for (const int8_t *const x0_end = a0 + 4 * blocks; x0 != x0_end; x0 += 4, wp += 8, wq += 8) {
+        nn2c_dsp_row1_step(nn2c_simd_ld32(x0), wp, wq, &s0, &s1, &s2, &s3);
+    }
+#endif
+    if (tail) {
+        nn2c_dsp_row1_step(nn2c_simd_ld_partial(x0, tail), wp, wq, &s0, &s1, &s2, &s3);
+    }
+    *wp_ = wp;
+    *wq_ = wq;
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+
+/* The whole groups of four channels of nn2c_gemm_rows1 when every shift is negative and the activation
+ * range is int8's (the usual layer): requantised in assembly (nn2c_dsp_requant4_right, 11 instructions
+ * an output; GCC 12's output stage took some 22) and stored as one word, in a loop of its own whose
+ * pointers stay in registers. Returns the channels done; *w moves past their filter. */
+static int32_t nn2c_gemm_rows1_right(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t **w, int8_t *o0) {
+    const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
+    const int32_t group_bytes = 2 * m->depth_padded, end = m->out_c & ~3;
+    const int32_t *bias = m->bias, *mp = m->multipliers, *sp_ = m->shifts;
+    const int64_t *rp = m->rounding;
+    const int32_t off = m->output_offset;
+    const int8_t *wg = *w;
+    for (int32_t c = 0; c != end; c += 4, wg += 2 * group_bytes) {
+        const int8_t *wp = wg, *wq = wg + group_bytes;
+        int32_t s[4] = {bias[c], bias[c + 1], bias[c + 2], bias[c + 3]};
+        nn2c_dsp_row1_dot(a0, blocks, tail, &wp, &wq, s);
+        nn2c_simd_st32(o0 + c, nn2c_dsp_requant4_right(s[0], s[1], s[2], s[3], mp + c, sp_ + c, rp + 2 * c, off));
+    }
+    *w = wg;
+    return end;
+}
+
 /* One row x four channels (two groups) per step: one input word, two filter words per group,
- * 10 SXTB16, 8 SMLAD. In assembly (23 instructions per 16 MACs; GCC 12: 29). */
+ * 10 SXTB16, 8 SMLAD (nn2c_dsp_row1_dot). */
 static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
     const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const int narrow = o.lo > -128 || o.hi < 127;
-    for (int32_t c = 0; c < out_c; c += 4, w += 2 * group_bytes) {
+    int32_t first = 0;
+    if (!narrow && nn2c_dsp_all_right(m->shifts, out_c)) {
+        first = nn2c_gemm_rows1_right(m, a0, &w, o0);
+    }
+    for (int32_t c = first; c < out_c; c += 4) {
         const int32_t groups = c + 2 < out_c ? 2 : 1;
-        const int8_t *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
-        int32_t s0 = m->bias[c], s1 = m->bias[c + 1], s2 = m->bias[c + 2], s3 = m->bias[c + 3];
-        const int8_t *x0 = a0, *wp = w;
-#if defined(NN2C_INLINE_ASM)
-        if (blocks > 0) {
-            const int8_t *const x0_end = a0 + 4 * blocks;
-            int32_t xe, xo, w0, w1, t;
-            __asm__ volatile(
-                "1:\n\t"
-                "ldr    %[xo], [%[x]], #4\n\t"
-                "ldrd   %[w0], %[w1], [%[wp]], #8\n\t"
-                "sxtb16 %[xe], %[xo]\n\t"
-                "sxtb16 %[xo], %[xo], ror #8\n\t"
-                "sxtb16 %[t], %[w0]\n\t"
-                "smlad  %[s0], %[xe], %[t], %[s0]\n\t"
-                "sxtb16 %[w0], %[w0], ror #8\n\t"
-                "smlad  %[s0], %[xo], %[w0], %[s0]\n\t"
-                "sxtb16 %[t], %[w1]\n\t"
-                "smlad  %[s1], %[xe], %[t], %[s1]\n\t"
-                "sxtb16 %[w1], %[w1], ror #8\n\t"
-                "smlad  %[s1], %[xo], %[w1], %[s1]\n\t"
-                "ldrd   %[w0], %[w1], [%[wq]], #8\n\t"
-                "sxtb16 %[t], %[w0]\n\t"
-                "smlad  %[s2], %[xe], %[t], %[s2]\n\t"
-                "sxtb16 %[w0], %[w0], ror #8\n\t"
-                "smlad  %[s2], %[xo], %[w0], %[s2]\n\t"
-                "sxtb16 %[t], %[w1]\n\t"
-                "smlad  %[s3], %[xe], %[t], %[s3]\n\t"
-                "sxtb16 %[w1], %[w1], ror #8\n\t"
-                "smlad  %[s3], %[xo], %[w1], %[s3]\n\t"
-                "cmp    %[x], %[x_end]\n\t"
-                "bne    1b\n\t"
-                : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x0), [wp] "+r"(wp),
-                  [wq] "+r"(wq), [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1), [t] "=&r"(t)
-                : [x_end] "r"(x0_end)
-                : "cc", "memory");
-        }
-#else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
-        for (const int8_t *const x0_end = a0 + 4 * blocks; x0 != x0_end; x0 += 4, wp += 8, wq += 8) {
-            nn2c_dsp_row1_step(nn2c_simd_ld32(x0), wp, wq, &s0, &s1, &s2, &s3);
-        }
-#endif
-        if (tail) {
-            nn2c_dsp_row1_step(nn2c_simd_ld_partial(x0, tail), wp, wq, &s0, &s1, &s2, &s3);
-        }
-        const int32_t acc[4] = {s0, s1, s2, s3};
+        const int8_t *wp = w, *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
+        w += 2 * group_bytes;
+        int32_t s[4] = {m->bias[c], m->bias[c + 1], m->bias[c + 2], m->bias[c + 3]};
+        nn2c_dsp_row1_dot(a0, blocks, tail, &wp, &wq, s);
         const int32_t n = out_c - c < 4 ? out_c - c : 4;
         for (int32_t k = 0; k < n; ++k) {
-            const int32_t y = nn2c_dsp_requant1(&o, c + k, acc[k]);
+            const int32_t y = nn2c_dsp_requant1(&o, c + k, s[k]);
             o0[c + k] = (int8_t)(narrow ? nn2c_dsp_clamp(y, o.lo, o.hi) : y);
         }
     }
