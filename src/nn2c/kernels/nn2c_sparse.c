@@ -78,36 +78,44 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, con
     }
     return acc;
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
-    /* Arm DSP, 17 instructions per 4 entries: the position bytes two at a time, one word of four weights
-     * split by SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20). Two
-     * position registers, not four: the caller's channel loop keeps its pointers in registers. */
+    /* Arm DSP, 16 instructions per 4 entries (8 a loop iteration): the position bytes two at a time,
+     * one word of four weights split by SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT
+     * (GCC's loop takes 20). Two position registers, not four: the caller's channel loop keeps its
+     * pointers in registers. */
+#define NN2C_SPARSE_DSP_STEP4 \
+    "ldrb   %[i0], [%[pi]], #1\n\t" \
+    "ldrb   %[i1], [%[pi]], #1\n\t" \
+    "ldr    %[w], [%[pw]], #4\n\t" \
+    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
+    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
+    "sxtb16 %[t], %[w], ror #8\n\t" \
+    "sxtb16 %[w], %[w]\n\t" \
+    "smlabb %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabb %[acc], %[i1], %[t], %[acc]\n\t" \
+    "ldrb   %[i0], [%[pi]], #1\n\t" \
+    "ldrb   %[i1], [%[pi]], #1\n\t" \
+    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
+    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
+    "smlabt %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
     if (n > 0) {
         int32_t i0, i1, w, t;
         const int8_t *const end = value + n;
-        __asm__ volatile(
-            "1:\n\t"
-            "ldrb   %[i0], [%[pi]], #1\n\t"
-            "ldrb   %[i1], [%[pi]], #1\n\t"
-            "ldr    %[w], [%[pw]], #4\n\t"
-            "ldrsb  %[i0], [%[seg], %[i0]]\n\t"
-            "ldrsb  %[i1], [%[seg], %[i1]]\n\t"
-            "sxtb16 %[t], %[w], ror #8\n\t"
-            "sxtb16 %[w], %[w]\n\t"
-            "smlabb %[acc], %[i0], %[w], %[acc]\n\t"
-            "smlabb %[acc], %[i1], %[t], %[acc]\n\t"
-            "ldrb   %[i0], [%[pi]], #1\n\t"
-            "ldrb   %[i1], [%[pi]], #1\n\t"
-            "ldrsb  %[i0], [%[seg], %[i0]]\n\t"
-            "ldrsb  %[i1], [%[seg], %[i1]]\n\t"
-            "smlabt %[acc], %[i0], %[w], %[acc]\n\t"
-            "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
-            "cmp    %[pw], %[end]\n\t"
-            "bne    1b\n\t"
-            : [acc] "+r"(acc), [pi] "+r"(index), [pw] "+r"(value), [i0] "=&r"(i0), [i1] "=&r"(i1), [w] "=&r"(w),
-              [t] "=&r"(t)
-            : [seg] "r"(seg), [end] "r"(end)
-            : "cc", "memory");
+        /* four entries first when their count is not a multiple of 8, then eight a step */
+        __asm__ volatile("tst    %[n], #4\n\t"
+                         "beq    1f\n\t" NN2C_SPARSE_DSP_STEP4
+                         "cmp    %[pw], %[end]\n\t"
+                         "beq    2f\n"
+                         "1:\n\t" NN2C_SPARSE_DSP_STEP4 NN2C_SPARSE_DSP_STEP4
+                         "cmp    %[pw], %[end]\n\t"
+                         "bne    1b\n"
+                         "2:\n\t"
+                         : [acc] "+r"(acc), [pi] "+r"(index), [pw] "+r"(value), [i0] "=&r"(i0), [i1] "=&r"(i1),
+                           [w] "=&r"(w), [t] "=&r"(t)
+                         : [seg] "r"(seg), [end] "r"(end), [n] "r"(n)
+                         : "cc", "memory");
     }
+#undef NN2C_SPARSE_DSP_STEP4
     return acc;
 #else
     for (; n > 0; n -= 4, index += 4, value += 4) {
