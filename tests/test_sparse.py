@@ -185,6 +185,41 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
     assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
+def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(tmp_path):
+    """The Arm DSP's record loops (nn2c_sparse_row1_records: one segment, int8's whole range;
+    nn2c_sparse_row1_records_any: the rest) on what pruned ad01 does not have: a RELU6 (a range inside
+    int8's: clamped after SSAT) over one and over two segments, channels with no nonzero at all, and
+    counts of 4, 8 and 12 entries (the assembly's odd and even numbers of four); bit-exact with TFLM."""
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets.cortexm_bench import bench_model
+    from tests.tflite_builder import ModelBuilder
+
+    rng = np.random.default_rng(31)
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 300), scale=0.05, zero_point=-9)
+    h, depth = x, 300
+    for units, activation, zero_point in ((24, "RELU6", -128), (20, "NONE", 5), (16, "RELU6", -100)):
+        w = np.zeros((units, depth), dtype=np.int64)
+        for row, nonzeros in zip(w, np.minimum(rng.choice([0, 3, 4, 8, 11, 12, 30], units), depth), strict=True):
+            row[rng.choice(depth, nonzeros, replace=False)] = rng.choice([-1, 1], nonzeros) * rng.integers(1, 128,
+                                                                                                        nonzeros)
+        wt = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.01, 0.05, units)), zero_point=[0] * units,
+                      data=w)
+        bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
+        y = b.tensor("int8", (1, units), scale=0.05, zero_point=zero_point)
+        b.op("FULLY_CONNECTED", [h, wt, bias], [y], {"fused_activation_function": activation})
+        h, depth = y, units
+    path = tmp_path / "records.tflite"
+    path.write_bytes(b.build([x], [h]))
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer")
+    source = compile_model(path, options).files["records.c"]
+    assert source.count(".records = ") == 3, source
+    report = bench_model(path, target="cortex-m4", count=3, seed=6, workdir=tmp_path / "qemu", options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 def test_channel_records_without_inline_asm_are_bit_exact(tmp_path, monkeypatch):
     """A FULLY_CONNECTED of batch 1 with every shift negative keeps its output stage per channel in one
     record on the Arm DSP targets (nn2c_sparse_s8_t.records, no separate arrays). The C fallback that

@@ -7,6 +7,7 @@
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
+#include <arm_acle.h>
 /* channel records (nn2c_sparse_s8_t.records) run nn2c_sparse_row1_records; the general loops never see them */
 #define NN2C_SPARSE_RECORDS 1
 #endif
@@ -65,23 +66,14 @@ NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, i
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
 }
 
-/* acc + the products of the n entries (a multiple of 4) at index / value with the segment seg. */
-NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, const int8_t *value, int32_t n,
-                                    int32_t acc) {
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-    /* Helium: 16 entries a step, the inputs fetched by a gather load at the 16 positions */
-    for (int32_t k = 0; k < n; k += 16) {
-        const mve_pred16_t live = vctp8q((uint32_t)(n - k));
-        const uint8x16_t position = vldrbq_z_u8(index + k, live);
-        const int8x16_t xv = vldrbq_gather_offset_z_s8(seg, position, live);
-        acc = vmladavaq_p_s8(acc, xv, vldrbq_z_s8(value + k, live), live);
-    }
-    return acc;
-#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
-    /* Arm DSP, 16 instructions per 4 entries (8 a loop iteration): the position bytes two at a time,
-     * one word of four weights split by SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT
-     * (GCC's loop takes 20). Two position registers, not four: the caller's channel loop keeps its
-     * pointers in registers. */
+#if defined(NN2C_SPARSE_RECORDS)
+/* nn2c_sparse_dot on the Arm DSP, *index and *value moved past the n entries: 16 instructions per four
+ * entries (eight a loop iteration, entered in its middle when the count of fours is odd): the position
+ * bytes two at a time, one word of four weights split by SXTB16 into int16 halves (w0 w2, w1 w3) for
+ * SMLABB / SMLABT (GCC's loop takes 20). Two position registers, not four: the callers' channel loops
+ * keep their pointers in registers. */
+NN2C_INLINE int32_t nn2c_sparse_dot_dsp(const int8_t *seg, const uint8_t **index, const int8_t **value, int32_t n,
+                                        int32_t acc) {
 #define NN2C_SPARSE_DSP_STEP4 \
     "ldrb   %[i0], [%[pi]], #1\n\t" \
     "ldrb   %[i1], [%[pi]], #1\n\t" \
@@ -99,31 +91,58 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t *index, con
     "smlabt %[acc], %[i0], %[w], %[acc]\n\t" \
     "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
     if (n > 0) {
+        const uint8_t *pi = *index;
+        const int8_t *pw = *value;
+        const int8_t *const end = pw + n;
         int32_t i0, i1, w, t;
-        const int8_t *const end = value + n;
-        /* four entries first when their count is not a multiple of 8, then eight a step */
         __asm__ volatile("tst    %[n], #4\n\t"
-                         "beq    1f\n\t" NN2C_SPARSE_DSP_STEP4
+                         "bne    2f\n"
+                         "1:\n\t" NN2C_SPARSE_DSP_STEP4
+                         "2:\n\t" NN2C_SPARSE_DSP_STEP4
                          "cmp    %[pw], %[end]\n\t"
-                         "beq    2f\n"
-                         "1:\n\t" NN2C_SPARSE_DSP_STEP4 NN2C_SPARSE_DSP_STEP4
-                         "cmp    %[pw], %[end]\n\t"
-                         "bne    1b\n"
-                         "2:\n\t"
-                         : [acc] "+r"(acc), [pi] "+r"(index), [pw] "+r"(value), [i0] "=&r"(i0), [i1] "=&r"(i1),
+                         "bne    1b\n\t"
+                         : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [i0] "=&r"(i0), [i1] "=&r"(i1),
                            [w] "=&r"(w), [t] "=&r"(t)
                          : [seg] "r"(seg), [end] "r"(end), [n] "r"(n)
                          : "cc", "memory");
+        *index = pi;
+        *value = pw;
     }
 #undef NN2C_SPARSE_DSP_STEP4
     return acc;
-#else
-    for (; n > 0; n -= 4, index += 4, value += 4) {
-        acc += value[0] * seg[index[0]];
-        acc += value[1] * seg[index[1]];
-        acc += value[2] * seg[index[2]];
-        acc += value[3] * seg[index[3]];
+}
+#endif
+
+/* acc + the products of the n entries (a multiple of 4) at *index / *value with the segment seg; *index
+ * and *value move past them (the callers' loops keep the pointers in registers). */
+NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, const int8_t **value, int32_t n,
+                                    int32_t acc) {
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    /* Helium: 16 entries a step, the inputs fetched by a gather load at the 16 positions */
+    const uint8_t *pi = *index;
+    const int8_t *pw = *value;
+    for (int32_t k = 0; k < n; k += 16) {
+        const mve_pred16_t live = vctp8q((uint32_t)(n - k));
+        const uint8x16_t position = vldrbq_z_u8(pi + k, live);
+        const int8x16_t xv = vldrbq_gather_offset_z_s8(seg, position, live);
+        acc = vmladavaq_p_s8(acc, xv, vldrbq_z_s8(pw + k, live), live);
     }
+    *index = pi + n;
+    *value = pw + n;
+    return acc;
+#elif defined(NN2C_SPARSE_RECORDS)
+    return nn2c_sparse_dot_dsp(seg, index, value, n, acc);
+#else
+    const uint8_t *pi = *index;
+    const int8_t *pw = *value;
+    for (; n > 0; n -= 4, pi += 4, pw += 4) {
+        acc += pw[0] * seg[pi[0]];
+        acc += pw[1] * seg[pi[1]];
+        acc += pw[2] * seg[pi[2]];
+        acc += pw[3] * seg[pi[3]];
+    }
+    *index = pi;
+    *value = pw;
     return acc;
 #endif
 }
@@ -146,33 +165,50 @@ NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, const int32_t *rec, 
     return hi;
 }
 
-/* One input row x of a filter within one segment (depth <= 256) on the Arm DSP with channel records:
- * per channel its count, the dot over its entries, the output stage from its record, one store; the
- * loop's pointers stay in registers (the general loop below keeps a dozen values live and spills
- * them around every channel's dot). */
-__attribute__((noinline)) /* its registers its own, not shared with the general loop it would be inlined into */
-static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
+/* One input row x on the Arm DSP with channel records: per channel its counts, the dot over its entries
+ * (segment by segment), the output stage from its record, one store. Inlined with constant `segments`
+ * and `narrow` into the two functions below, so that the usual layer (one segment, int8's whole range:
+ * SSAT is the clamp) runs a loop whose pointers all stay in registers. */
+NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int32_t segments,
+                                          int narrow) {
     const uint16_t *count = m->counts;
     const uint8_t *index = m->index;
     const int8_t *value = m->values;
     const int32_t *rec = m->records;
+    const int32_t offset = m->output_offset, lo = m->act_min, hi = m->act_max;
     const int8_t *const end = out + m->out_c;
     for (; out < end; ++out, rec += NN2C_SPARSE_RECORD) {
-        const int32_t n = *count++;
-        const int32_t acc = nn2c_sparse_dot(x, index, value, n, rec[0]);
-        index += n;
-        value += n;
-        const int32_t y = nn2c_sparse_record_requant(acc, rec, m->output_offset);
-        *out = (int8_t)nn2c_clamp_i32(y, m->act_min, m->act_max);
+        int32_t acc = rec[0];
+        for (int32_t s = 0; s < segments; ++s) {
+            acc = nn2c_sparse_dot_dsp(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
+        }
+        const int32_t y = __ssat(nn2c_sparse_record_requant(acc, rec, offset), 8);
+        *out = (int8_t)(narrow ? nn2c_clamp_i32(y, lo, hi) : y);
     }
+}
+
+/* (not inlined: its registers its own, not shared with the general loop it would be inlined into) */
+__attribute__((noinline)) static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x,
+                                                               int8_t *out) {
+    nn2c_sparse_records_loop(m, x, out, 1, 0);
+}
+
+/* depth > 256 or an activation range inside int8's */
+__attribute__((noinline)) static void nn2c_sparse_row1_records_any(const nn2c_sparse_s8_t *m, const int8_t *x,
+                                                                   int8_t *out) {
+    nn2c_sparse_records_loop(m, x, out, m->segments, m->act_min > -128 || m->act_max < 127);
 }
 #endif
 
 /* One input row x: out[c] for every output channel. */
 static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
 #if defined(NN2C_SPARSE_RECORDS)
-    if (m->records != NULL && m->segments == 1) {
-        nn2c_sparse_row1_records(m, x, out);
+    if (m->records != NULL) {
+        if (m->segments == 1 && m->act_min == -128 && m->act_max == 127) {
+            nn2c_sparse_row1_records(m, x, out);
+        } else {
+            nn2c_sparse_row1_records_any(m, x, out);
+        }
         return;
     }
 #endif
@@ -183,15 +219,11 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
             /* depth <= 256 without the segment loop: measured 7% fewer instructions on pruned ad01 on the
              * Cortex-M55 (1% on the M4) than the loop below with one segment */
             const int32_t n = *w.count++;
-            acc = nn2c_sparse_dot(x, w.index, w.value, n, acc);
-            w.index += n;
-            w.value += n;
+            acc = nn2c_sparse_dot(x, &w.index, &w.value, n, acc);
         } else {
             for (int32_t s = 0; s < w.segments; ++s) {
                 const int32_t n = *w.count++;
-                acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, w.index, w.value, n, acc);
-                w.index += n;
-                w.value += n;
+                acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &w.index, &w.value, n, acc);
             }
         }
         out[c] = nn2c_sparse_requant(&w, c, acc);

@@ -178,7 +178,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
         "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: position of each nonzero"),
         "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
     }
-    if one_row and ctx.target.simd == "dsp" and layout.segments == 1 and bool(np.all(shifts < 0)):
+    if one_row and ctx.target.simd == "dsp" and bool(np.all(shifts < 0)):
         # the output stage channel by channel in one record (nn2c_sparse_row1_records) instead of four arrays
         records = channel_records(np.asarray(folded, dtype=np.int64), pairs, shifts)
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
