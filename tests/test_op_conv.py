@@ -171,6 +171,9 @@ DEPTHWISE_CASES = [
     # MVE kernel the groups of 8 (12 channels) and of 16 (20) with left shifts (the C requantisation)
     Case((1, 5, 6, 12), 1, gain=250.0),
     Case((1, 6, 5, 20), 1, gain=250.0, input_zp=-5, output_zp=3),
+    # whole groups of 16 at stride 2 (Helium: a row's inner windows in one call, 2 * 32 bytes apart), the
+    # windows over the border from their table
+    Case((1, 9, 11, 32), 1, stride=(2, 2), activation="RELU", input_zp=-3, output_zp=-128),
 ]
 
 

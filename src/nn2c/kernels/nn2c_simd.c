@@ -74,6 +74,7 @@ typedef struct {
     const int32_t *shifts;
     const int64_t *rounding;
     int32_t offset, lo, hi;
+    int32_t full; /* [lo, hi] is int8's whole range: saturating to int8 is the clamp */
 } nn2c_simd_out_t;
 
 /* Requantise (both roundings in one 64-bit sum: nn2c_mbqm_rounded), offset, clamp. */
@@ -91,6 +92,7 @@ NN2C_INLINE nn2c_simd_out_t nn2c_simd_out(const int32_t *multipliers, const int3
     o.offset = offset;
     o.lo = lo;
     o.hi = hi;
+    o.full = lo == -128 && hi == 127;
     return o;
 }
 
@@ -1787,16 +1789,34 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     "vmovnb.i32   %q[b], %q[e1]\n\t" \
     "vmovnt.i32   %q[b], %q[o1]\n\t" \
     "vstrb.16     %q[b], [%[" P "]], #8\n\t"
-/* o and the offsets of its output offset and limits (asm takes at most 30 operands: the arrays' offsets
- * are only where they are read from o) */
+/* the four sums saturated to int8 (int32 -> int16 -> int8: the whole clamp when o's range is int8's),
+ * stored as NN2C_MVE_DW_CLAMP_STORE does: 8 instructions instead of 18 */
+#define NN2C_MVE_DW_SAT_STORE(P) \
+    "vqmovnb.s32  %q[a], %q[e0]\n\t" \
+    "vqmovnt.s32  %q[a], %q[o0]\n\t" \
+    "vqmovnb.s16  %q[a], %q[a]\n\t" \
+    "vstrb.16     %q[a], [%[" P "]], #8\n\t" \
+    "vqmovnb.s32  %q[b], %q[e1]\n\t" \
+    "vqmovnt.s32  %q[b], %q[o1]\n\t" \
+    "vqmovnb.s16  %q[b], %q[b]\n\t" \
+    "vstrb.16     %q[b], [%[" P "]], #8\n\t"
+/* o and the offsets of its output offset, limits and full-range flag (asm takes at most 30 operands: the
+ * arrays' offsets are only where they are read from o) */
 #define NN2C_MVE_DW_OUT_FIELDS \
     [o] "r"(o), [off_at] "i"(offsetof(nn2c_simd_out_t, offset)), [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)), \
-    [hi_at] "i"(offsetof(nn2c_simd_out_t, hi))
+    [hi_at] "i"(offsetof(nn2c_simd_out_t, hi)), [full_at] "i"(offsetof(nn2c_simd_out_t, full))
 /* requantise the group's 16 sums (multipliers and shifts walked by mp / sp), clamp, store, next group */
 #define NN2C_MVE_DW_OUT16 \
     "ldr          %[r], [%[o], %[off_at]]\n\t" \
     NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1") \
+    "ldr          %[r], [%[o], %[full_at]]\n\t" \
+    "cmp          %[r], #0\n\t" \
+    "beq          5f\n\t" \
+    NN2C_MVE_DW_SAT_STORE("dst") \
+    "b            6f\n" \
+    "5:\n\t" \
     NN2C_MVE_DW_CLAMP_STORE("dst") \
+    "6:\n\t" \
     "subs         %[k], %[k], #1\n\t" \
     "bne          1b\n\t"
 #define NN2C_MVE_DW_RQ_NEXT(E) \
@@ -1851,6 +1871,29 @@ NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_si
 #undef NN2C_MVE_DW_TABLE_ROW3
 #undef NN2C_MVE_DW_TABLE_TAP
     }
+}
+
+/* count neighbouring output pixels (windows `step` bytes apart, all inside the image, whole groups of 16
+ * channels) by nn2c_dw_3x3_right, in a loop of their own: the pixel loop of nn2c_dw_s8_simd keeps some
+ * 25 values and spent about 90 instructions a pixel reloading them around the assembly. */
+__attribute__((noinline)) static void nn2c_dw_3x3_run_right(const nn2c_dw_simd_params_t *p,
+                                                            const nn2c_simd_out_t *o, int32_t groups, uintptr_t base,
+                                                            int32_t step, int32_t count, const nn2c_dw_window_t *window,
+                                                            const int8_t *filter, int8_t *out) {
+    const int32_t channels = 16 * groups;
+    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += channels) {
+        nn2c_dw_3x3_right(p, o, groups, base, NULL, window, filter, out);
+    }
+}
+
+/* One output pixel whose window reaches over the border (its taps from the table), whole groups of 16
+ * channels, by nn2c_dw_3x3_right: a call of its own for the same reason as nn2c_dw_3x3_run_right. */
+__attribute__((noinline)) static void nn2c_dw_3x3_border_right(const nn2c_dw_simd_params_t *p,
+                                                               const nn2c_simd_out_t *o, int32_t groups,
+                                                               uintptr_t base, const intptr_t *taps,
+                                                               const int8_t *filter, int8_t *out) {
+    static const nn2c_dw_window_t by_table = {1, 0, 0};
+    nn2c_dw_3x3_right(p, o, groups, base, taps, &by_table, filter, out);
 }
 
 /* Two neighbouring output pixels of a layer of exactly 8 channels, both 3x3 windows inside the image,
@@ -1916,6 +1959,7 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
 #undef NN2C_MVE_DW_OUT16
 #undef NN2C_MVE_DW_OUT_FIELDS
 #undef NN2C_MVE_DW_CLAMP_STORE
+#undef NN2C_MVE_DW_SAT_STORE
 #undef NN2C_MVE_DW_RQ
 #undef NN2C_MVE_DW_BIAS16
 #undef NN2C_MVE_DW_TAP16
@@ -2035,6 +2079,18 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 }
 #endif
 
+/* The first filter tap (row or column) of a window starting at input coordinate i0 that is inside the
+ * image (i0 + k * dilation >= 0), and one past the last (i0 + k * dilation < size, k < taps). */
+NN2C_INLINE int32_t nn2c_dw_first_tap(int32_t i0, int32_t dilation) {
+    return i0 >= 0 ? 0 : (-i0 + dilation - 1) / dilation;
+}
+
+NN2C_INLINE int32_t nn2c_dw_end_tap(int32_t i0, int32_t dilation, int32_t size, int32_t taps) {
+    if (i0 >= size) return 0;
+    const int32_t end = (size - i0 + dilation - 1) / dilation; /* size - i0 > 0 */
+    return end < taps ? end : taps;
+}
+
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch) {
     /* the geometry in a local: int8 stores may alias the parameter struct, GCC would reload it */
@@ -2058,13 +2114,15 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const int grid3 = g->filter_h == 3 && g->filter_w == 3;
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
     const int pairs8 = grid3 && right && C == 8; /* two pixels' 8 channels as one group of 16 */
+    const int runs16 = grid3 && right && C % 16 == 0; /* whole groups of 16: a row's inner windows in one call */
 #endif
     const nn2c_dw_window_t by_table = {right, 0, 0};
     const nn2c_dw_window_t by_steps = {right, grid3 ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
     nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
+    const intptr_t row_step = (intptr_t)g->dilation_h * g->in_w * C, col_step = (intptr_t)g->dilation_w * C;
     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
         for (int32_t fx = 0; fx < g->filter_w; ++fx, ++t) {
-            inner[t] = (intptr_t)(fy * g->dilation_h * g->in_w + fx * g->dilation_w) * C;
+            inner[t] = fy * row_step + fx * col_step;
         }
     }
     for (int32_t b = 0; b < g->batches; ++b) {
@@ -2072,19 +2130,27 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
         for (int32_t oy = 0; oy < g->out_h; ++oy) {
             const int32_t iy0 = oy * g->stride_h - g->pad_h;
             const int rows_inside = iy0 >= 0 && iy0 + span_h < g->in_h;
+            const int32_t fy_lo = nn2c_dw_first_tap(iy0, g->dilation_h), fy_hi = nn2c_dw_end_tap(iy0, g->dilation_h,
+                                                                                               g->in_h, g->filter_h);
             for (int32_t ox = 0; ox < g->out_w; ++ox) {
                 const int32_t ix0 = ox * g->stride_w - g->pad_w;
                 const uintptr_t base = (uintptr_t)in_b + (uintptr_t)(intptr_t)((iy0 * g->in_w + ix0) * C);
                 const intptr_t *taps = inner;
                 const nn2c_dw_window_t *window = &by_steps;
                 if (!rows_inside || ix0 < 0 || ix0 + span_w >= g->in_w) { /* a window over the border */
+                    /* every tap at the zero-point row, then the taps inside the image (a rectangle of the
+                     * window) at their input: a third of the instructions of testing each tap */
                     const intptr_t to_zero = (intptr_t)((uintptr_t)zero_row - base);
-                    for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
-                        const int32_t iy = iy0 + fy * g->dilation_h;
-                        const int row_inside = iy >= 0 && iy < g->in_h;
-                        for (int32_t fx = 0; fx < g->filter_w; ++fx, ++t) {
-                            const int32_t ix = ix0 + fx * g->dilation_w;
-                            border[t] = row_inside && ix >= 0 && ix < g->in_w ? inner[t] : to_zero;
+                    const int32_t fx_lo = nn2c_dw_first_tap(ix0, g->dilation_w);
+                    const int32_t fx_hi = nn2c_dw_end_tap(ix0, g->dilation_w, g->in_w, g->filter_w);
+                    for (int32_t t = 0; t < n_taps; ++t) border[t] = to_zero;
+                    for (int32_t fy = fy_lo; fy < fy_hi; ++fy) {
+                        /* (each offset computed, not copied from inner[]: GCC makes a copy loop a call of
+                         * newlib's byte-wise memcpy) */
+                        intptr_t offset = fy * row_step + fx_lo * col_step;
+                        for (int32_t fx = fx_lo, t = fy * g->filter_w + fx_lo; fx < fx_hi; ++fx, ++t) {
+                            border[t] = offset;
+                            offset += col_step;
                         }
                     }
                     taps = border;
@@ -2092,6 +2158,18 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
+                if (runs16 && taps != inner) {
+                    nn2c_dw_3x3_border_right(p, &o, C / 16, base, taps, filter, out);
+                    continue;
+                }
+                if (runs16 && taps == inner) {
+                    /* this window and the next ones of the row inside the image: one call for the run */
+                    int32_t n = 1;
+                    while (ox + n < g->out_w && ix0 + n * g->stride_w + span_w < g->in_w) ++n;
+                    nn2c_dw_3x3_run_right(p, &o, C / 16, base, g->stride_w * C, n, window, filter, out);
+                    ox += n - 1;
+                    continue;
+                }
                 if (pairs8 && taps == inner && ox + 1 < g->out_w && ix0 + g->stride_w + span_w < g->in_w) {
                     /* this window and the next inside the image */
                     nn2c_dw_3x3_pair8_right(p, &o, base, g->stride_w * C, window, filter, out);
