@@ -53,14 +53,28 @@ static void nn2c_simd_fill(int8_t *dst, int32_t word, int32_t n) {
                      : "lr", "memory");
 }
 #else
+/* (the barriers keep GCC from making the loops calls of newlib-nano's byte-wise memcpy / memset: it had
+ * made the fill one, on every padded row of an im2col) */
 static void nn2c_simd_copy(int8_t *dst, const int8_t *src, int32_t n) {
-    for (; n >= 4; n -= 4, dst += 4, src += 4) nn2c_simd_st32(dst, nn2c_simd_ld32(src));
-    for (; n > 0; --n) *dst++ = *src++;
+    for (; n >= 4; n -= 4, dst += 4, src += 4) {
+        nn2c_simd_st32(dst, nn2c_simd_ld32(src));
+        NN2C_LOOP_BARRIER();
+    }
+    for (; n > 0; --n) {
+        *dst++ = *src++;
+        NN2C_LOOP_BARRIER();
+    }
 }
 
 static void nn2c_simd_fill(int8_t *dst, int32_t word, int32_t n) {
-    for (; n >= 4; n -= 4, dst += 4) nn2c_simd_st32(dst, word);
-    for (; n > 0; --n) *dst++ = (int8_t)word;
+    for (; n >= 4; n -= 4, dst += 4) {
+        nn2c_simd_st32(dst, word);
+        NN2C_LOOP_BARRIER();
+    }
+    for (; n > 0; --n) {
+        *dst++ = (int8_t)word;
+        NN2C_LOOP_BARRIER();
+    }
 }
 #endif
 
