@@ -1842,9 +1842,12 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     [t] "=&w"(t), [wt] "+l"(wt), [x] "=&l"(x), [xg] "+r"(xg), [dst] "+l"(dst), [bias] "+r"(bias), \
     [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&r"(r)
 
-NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o, int32_t groups,
-                                   uintptr_t base, const intptr_t *taps, const nn2c_dw_window_t *window,
-                                   const int8_t *wt, int8_t *out) {
+/* (one copy, called: its two assembly loops are some 1,500 bytes of code, and a call costs a dozen
+ * instructions a pixel) */
+__attribute__((noinline)) static void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                                                        int32_t groups, uintptr_t base, const intptr_t *taps,
+                                                        const nn2c_dw_window_t *window, const int8_t *wt,
+                                                        int8_t *out) {
     const int8_t *xg = (const int8_t *)base, *x;
     const int32_t *bias = p->bias, *mp = p->multipliers, *sp = p->shifts;
     int8_t *dst = out;
@@ -1889,7 +1892,8 @@ NN2C_INLINE void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_si
 
 /* count neighbouring output pixels (windows `step` bytes apart, all inside the image, whole groups of 16
  * channels) by nn2c_dw_3x3_right, in a loop of their own: the pixel loop of nn2c_dw_s8_simd keeps some
- * 25 values and spent about 90 instructions a pixel reloading them around the assembly. */
+ * 25 values and spent about 90 instructions a pixel reloading them around the assembly (a window over
+ * the border is one call of nn2c_dw_3x3_right from that loop). */
 __attribute__((noinline)) static void nn2c_dw_3x3_run_right(const nn2c_dw_simd_params_t *p,
                                                             const nn2c_simd_out_t *o, int32_t groups, uintptr_t base,
                                                             int32_t step, int32_t count, const nn2c_dw_window_t *window,
@@ -1898,16 +1902,6 @@ __attribute__((noinline)) static void nn2c_dw_3x3_run_right(const nn2c_dw_simd_p
     for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += channels) {
         nn2c_dw_3x3_right(p, o, groups, base, NULL, window, filter, out);
     }
-}
-
-/* One output pixel whose window reaches over the border (its taps from the table), whole groups of 16
- * channels, by nn2c_dw_3x3_right: a call of its own for the same reason as nn2c_dw_3x3_run_right. */
-__attribute__((noinline)) static void nn2c_dw_3x3_border_right(const nn2c_dw_simd_params_t *p,
-                                                               const nn2c_simd_out_t *o, int32_t groups,
-                                                               uintptr_t base, const intptr_t *taps,
-                                                               const int8_t *filter, int8_t *out) {
-    static const nn2c_dw_window_t by_table = {1, 0, 0};
-    nn2c_dw_3x3_right(p, o, groups, base, taps, &by_table, filter, out);
 }
 
 /* Two neighbouring output pixels of a layer of exactly 8 channels, both 3x3 windows inside the image,
@@ -2190,7 +2184,7 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
                 if (runs16 && taps != inner) {
-                    nn2c_dw_3x3_border_right(p, &o, C / 16, base, taps, filter, out);
+                    nn2c_dw_3x3_right(p, &o, C / 16, base, taps, window, filter, out);
                     continue;
                 }
                 if (runs16 && taps == inner) {
