@@ -69,8 +69,8 @@ class Target:
 
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
-_DSP_SPARSE_ROW = ((1.385, 32.5, -0.2139, 95.25, 95.25), (4.056, 21.08, 0.04886, 27.73, 27.73))
-_DSP_SPARSE_BLOCK = ((0.998, 18.72, 2.327, 124.2, 257.8), (3.681, 39.87, -0.1215, 38.2, 76.47))
+_DSP_SPARSE_ROW = ((1.445, 35.45, 0.2748, 78.32, 78.32), (4.339, 27.22, 0.2202, 26.67, 26.67))
+_DSP_SPARSE_BLOCK = ((1.01, 23.59, 2.329, 118.8, 220.6), (3.743, 39.75, -0.1935, 38.23, 81.99))
 _MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4798, 55.99, 55.99), (1.109, 59.78, 0.3186, 28.8, 28.8))
 _MVE_SPARSE_BLOCK = ((0.12, 8.208, -0.06658, 63.26, 147.6), (0.5627, 52.12, -0.1404, 35.27, 55.82))
 
