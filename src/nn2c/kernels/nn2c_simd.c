@@ -1842,8 +1842,8 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     [t] "=&w"(t), [wt] "+l"(wt), [x] "=&l"(x), [xg] "+r"(xg), [dst] "+l"(dst), [bias] "+r"(bias), \
     [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&r"(r)
 
-/* (one copy, called: its two assembly loops are some 1,500 bytes of code, and a call costs a dozen
- * instructions a pixel) */
+/* (one copy, called: its two assembly loops are some 1,500 bytes of code; the calls cost kws's depthwise
+ * layers 0.4% more instructions than three inlined copies, measured in QEMU) */
 __attribute__((noinline)) static void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                                         int32_t groups, uintptr_t base, const intptr_t *taps,
                                                         const nn2c_dw_window_t *window, const int8_t *wt,

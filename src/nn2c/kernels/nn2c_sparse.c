@@ -66,14 +66,28 @@ NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, i
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
 }
 
-#if defined(NN2C_SPARSE_RECORDS)
-/* nn2c_sparse_dot on the Arm DSP, *index and *value moved past the n entries: 16 instructions per four
- * entries (eight a loop iteration, entered in its middle when the count of fours is odd): the position
- * bytes two at a time, one word of four weights split by SXTB16 into int16 halves (w0 w2, w1 w3) for
- * SMLABB / SMLABT (GCC's loop takes 20). Two position registers, not four: the callers' channel loops
- * keep their pointers in registers. */
-NN2C_INLINE int32_t nn2c_sparse_dot_dsp(const int8_t *seg, const uint8_t **index, const int8_t **value, int32_t n,
-                                        int32_t acc) {
+/* acc + the products of the n entries (a multiple of 4) at *index / *value with the segment seg; *index
+ * and *value move past them (the callers' loops keep the pointers in registers). */
+NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, const int8_t **value, int32_t n,
+                                    int32_t acc) {
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+    /* Helium: 16 entries a step, the inputs fetched by a gather load at the 16 positions */
+    const uint8_t *pi = *index;
+    const int8_t *pw = *value;
+    for (int32_t k = 0; k < n; k += 16) {
+        const mve_pred16_t live = vctp8q((uint32_t)(n - k));
+        const uint8x16_t position = vldrbq_z_u8(pi + k, live);
+        const int8x16_t xv = vldrbq_gather_offset_z_s8(seg, position, live);
+        acc = vmladavaq_p_s8(acc, xv, vldrbq_z_s8(pw + k, live), live);
+    }
+    *index = pi + n;
+    *value = pw + n;
+    return acc;
+#elif defined(NN2C_SPARSE_RECORDS)
+    /* Arm DSP, 16 instructions per four entries (eight a loop iteration, entered in its middle when the
+     * count of fours is odd): the position bytes two at a time, one word of four weights split by SXTB16
+     * into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20). Two position registers,
+     * not four: the callers' channel loops keep their pointers in registers. */
 #define NN2C_SPARSE_DSP_STEP4 \
     "ldrb   %[i0], [%[pi]], #1\n\t" \
     "ldrb   %[i1], [%[pi]], #1\n\t" \
@@ -110,28 +124,6 @@ NN2C_INLINE int32_t nn2c_sparse_dot_dsp(const int8_t *seg, const uint8_t **index
     }
 #undef NN2C_SPARSE_DSP_STEP4
     return acc;
-}
-#endif
-
-/* acc + the products of the n entries (a multiple of 4) at *index / *value with the segment seg; *index
- * and *value move past them (the callers' loops keep the pointers in registers). */
-NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, const int8_t **value, int32_t n,
-                                    int32_t acc) {
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-    /* Helium: 16 entries a step, the inputs fetched by a gather load at the 16 positions */
-    const uint8_t *pi = *index;
-    const int8_t *pw = *value;
-    for (int32_t k = 0; k < n; k += 16) {
-        const mve_pred16_t live = vctp8q((uint32_t)(n - k));
-        const uint8x16_t position = vldrbq_z_u8(pi + k, live);
-        const int8x16_t xv = vldrbq_gather_offset_z_s8(seg, position, live);
-        acc = vmladavaq_p_s8(acc, xv, vldrbq_z_s8(pw + k, live), live);
-    }
-    *index = pi + n;
-    *value = pw + n;
-    return acc;
-#elif defined(NN2C_SPARSE_RECORDS)
-    return nn2c_sparse_dot_dsp(seg, index, value, n, acc);
 #else
     const uint8_t *pi = *index;
     const int8_t *pw = *value;
@@ -180,7 +172,7 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
     for (; out < end; ++out, rec += NN2C_SPARSE_RECORD) {
         int32_t acc = rec[0];
         for (int32_t s = 0; s < segments; ++s) {
-            acc = nn2c_sparse_dot_dsp(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
+            acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
         }
         const int32_t y = __ssat(nn2c_sparse_record_requant(acc, rec, offset), 8);
         *out = (int8_t)(narrow ? nn2c_clamp_i32(y, lo, hi) : y);
