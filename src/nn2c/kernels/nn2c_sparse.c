@@ -22,7 +22,7 @@ typedef struct {
     const int32_t *bias, *multipliers, *shifts;
     const int64_t *rounding;
     const int32_t *records;
-    int32_t offset, lo, hi;
+    int32_t per_channel, offset, lo, hi;
 } nn2c_sparse_walk_t;
 
 NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
@@ -37,32 +37,36 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.shifts = m->shifts;
     w.rounding = m->rounding;
     w.records = m->records;
+    w.per_channel = m->per_channel;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
     return w;
 }
 
-/* Channel c's bias and output stage: from the per-channel arrays, or (a build for an Arm DSP core
- * without inline assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records. */
+/* Channel c's bias and output stage: from the arrays, or (a build for an Arm DSP core without inline
+ * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records. */
 NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c) {
 #if !defined(NN2C_SPARSE_RECORDS)
-    if (o->records != NULL) return o->records[NN2C_SPARSE_RECORD * c];
+    if (o->records != NULL) return o->records[o->per_channel ? NN2C_SPARSE_RECORD * c : c];
 #endif
     return o->bias[c];
 }
 
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc) {
+    const int32_t q = o->per_channel ? c : 0;
 #if !defined(NN2C_SPARSE_RECORDS)
-    if (o->records != NULL) {
+    if (o->records != NULL && o->per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
-        int64_t rounding[2];
-        memcpy(rounding, r + 3, sizeof rounding);
-        return (int8_t)nn2c_clamp_i32(nn2c_add_offset(nn2c_mbqm_rounded(acc, r[1], -r[2] - 1, rounding), o->offset),
-                                      o->lo, o->hi);
+        acc = nn2c_add_offset(nn2c_mbqm(acc, r[1], -(r[2] & 0xFF) - 1), o->offset);
+        return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
+    }
+    if (o->records != NULL) {
+        acc = nn2c_add_offset(nn2c_mbqm(acc, o->multipliers[0], o->shifts[0]), o->offset);
+        return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
     }
 #endif
-    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c), o->offset);
+    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[q], o->shifts[q], o->rounding + 2 * q), o->offset);
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
 }
 
@@ -140,41 +144,54 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
 }
 
 #if defined(NN2C_SPARSE_RECORDS)
-/* nn2c_mbqm_rounded plus the output offset for a negative shift, from the channel's record
- * (nn2c_sparse_s8_t.records): 8 instructions. */
-NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, const int32_t *rec, int32_t offset) {
-    int32_t lo, hi, m, sh;
-    __asm__("ldrd   %[m], %[sh], [%[rec], #4]\n\t"
-            "lsr    %[lo], %[acc], #31\n\t"
-            "add    %[lo], %[rec], %[lo], lsl #3\n\t"
-            "ldrd   %[lo], %[hi], [%[lo], #12]\n\t"
+/* nn2c_mbqm_rounded plus the output offset for a shift in [-25, -2], given the multiplier and the scale
+ * word (nn2c_sparse_s8_t.records): the rounding pair is built in registers, not loaded. With sh = -shift
+ * - 1 >= 1 it is 2^30 + 2^(31 + sh) - [acc < 0] 2^31: low word 2^30 | (acc's sign bit), high word
+ * 2^(sh - 1) (the scale word >> 8) - [acc < 0]. ASR by a register reads its bottom byte: sh. */
+NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, int32_t multiplier, int32_t scale, int32_t offset) {
+    int32_t lo, hi;
+    __asm__("lsr    %[hi], %[scale], #8\n\t"
+            "and    %[lo], %[acc], #0x80000000\n\t"
+            "add    %[hi], %[hi], %[acc], asr #31\n\t"
+            "orr    %[lo], %[lo], #0x40000000\n\t"
             "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
-            "asr    %[hi], %[hi], %[sh]\n\t"
+            "asr    %[hi], %[hi], %[scale]\n\t"
             "add    %[hi], %[hi], %[off]\n\t"
-            : [lo] "=&r"(lo), [hi] "=&r"(hi), [m] "=&r"(m), [sh] "=&r"(sh)
-            : [acc] "r"(acc), [rec] "r"(rec), [off] "r"(offset), "m"(*(const int32_t(*)[NN2C_SPARSE_RECORD])rec));
+            : [lo] "=&r"(lo), [hi] "=&r"(hi)
+            : [acc] "r"(acc), [m] "r"(multiplier), [scale] "r"(scale), [off] "r"(offset));
     (void)lo;
     return hi;
 }
 
 /* One input row x on the Arm DSP with channel records: per channel its counts, the dot over its entries
- * (segment by segment), the output stage from its record, one store. Inlined with constant `segments`
- * and `narrow` into the two functions below, so that the usual layer (one segment, int8's whole range:
- * SSAT is the clamp) runs a loop whose pointers all stay in registers. */
+ * (segment by segment), the output stage from its record (or the filter's one multiplier and scale),
+ * one store. Inlined with constant `segments`, `narrow` and `per_channel` into the functions below, so
+ * that the usual layers (one segment, int8's whole range: SSAT is the clamp) run a loop whose pointers
+ * all stay in registers. */
 NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int32_t segments,
-                                          int narrow) {
+                                          int narrow, int per_channel) {
     const uint16_t *count = m->counts;
     const uint8_t *index = m->index;
     const int8_t *value = m->values;
     const int32_t *rec = m->records;
     const int32_t offset = m->output_offset, lo = m->act_min, hi = m->act_max;
+    int32_t multiplier = 0, scale = 0;
+    if (!per_channel) {
+        const int32_t sh = -m->shifts[0] - 1;
+        multiplier = m->multipliers[0];
+        scale = (int32_t)((1u << (sh + 7)) | (uint32_t)sh);
+    }
     const int8_t *const end = out + m->out_c;
-    for (; out < end; ++out, rec += NN2C_SPARSE_RECORD) {
+    for (; out < end; ++out, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
         int32_t acc = rec[0];
         for (int32_t s = 0; s < segments; ++s) {
             acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
         }
-        const int32_t y = __ssat(nn2c_sparse_record_requant(acc, rec, offset), 8);
+        if (per_channel) {
+            multiplier = rec[1];
+            scale = rec[2];
+        }
+        const int32_t y = __ssat(nn2c_sparse_record_requant(acc, multiplier, scale, offset), 8);
         *out = (int8_t)(narrow ? nn2c_clamp_i32(y, lo, hi) : y);
     }
 }
@@ -182,13 +199,19 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
 /* (not inlined: its registers its own, not shared with the general loop it would be inlined into) */
 __attribute__((noinline)) static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                                int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, 1, 0);
+    nn2c_sparse_records_loop(m, x, out, 1, 0, 1);
+}
+
+/* the same for a per-tensor quantised filter (records: the biases alone) */
+__attribute__((noinline)) static void nn2c_sparse_row1_biases(const nn2c_sparse_s8_t *m, const int8_t *x,
+                                                              int8_t *out) {
+    nn2c_sparse_records_loop(m, x, out, 1, 0, 0);
 }
 
 /* depth > 256 or an activation range inside int8's */
 __attribute__((noinline)) static void nn2c_sparse_row1_records_any(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                                    int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, m->segments, m->act_min > -128 || m->act_max < 127);
+    nn2c_sparse_records_loop(m, x, out, m->segments, m->act_min > -128 || m->act_max < 127, m->per_channel);
 }
 #endif
 
@@ -197,7 +220,11 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->records != NULL) {
         if (m->segments == 1 && m->act_min == -128 && m->act_max == 127) {
-            nn2c_sparse_row1_records(m, x, out);
+            if (m->per_channel) {
+                nn2c_sparse_row1_records(m, x, out);
+            } else {
+                nn2c_sparse_row1_biases(m, x, out);
+            }
         } else {
             nn2c_sparse_row1_records_any(m, x, out);
         }

@@ -14,7 +14,7 @@
 #include "nn2c_conv.h"
 
 #define NN2C_SPARSE_SEGMENT 256 /* inputs per segment: a position fits one byte */
-#define NN2C_SPARSE_RECORD 7    /* int32 words of a channel record (records below) */
+#define NN2C_SPARSE_RECORD 3    /* int32 words of a per-channel filter's channel record (records below) */
 
 typedef struct {
     int32_t out_c, depth;
@@ -23,11 +23,16 @@ typedef struct {
     const uint8_t *index;    /* each nonzero's input position inside its segment */
     const int8_t *values;    /* each nonzero's weight, in the same order */
     const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
-    const int32_t *multipliers; /* per output channel (a per-tensor multiplier repeated) */
+    /* output multipliers, shifts and nn2c_mbqm_rounded's rounding pairs: per output channel, or one for
+     * the whole filter (per_channel 0, a per-tensor quantised filter: 24 bytes a channel less flash) */
+    const int32_t *multipliers;
     const int32_t *shifts;
-    const int64_t *rounding; /* per channel: the pair of nn2c_mbqm_rounded */
-    /* Arm DSP targets when every shift is negative, else NULL: per output channel NN2C_SPARSE_RECORD
-     * words, what its output stage reads in one place: bias, multiplier, -shift - 1, the rounding pair */
+    const int64_t *rounding;
+    int32_t per_channel;
+    /* Arm DSP targets when every shift is in [-25, -2], else NULL: what a channel's output stage reads
+     * in one place. Per channel its bias, then for a per-channel filter its multiplier and its scale
+     * word (-shift - 1) | 2^(-shift - 2) << 8 (nn2c_sparse_record_requant). The rounding pair is built
+     * from the scale word at run time: 12 bytes a channel instead of 28, for the same instructions. */
     const int32_t *records;
     int32_t output_offset;
     int32_t act_min, act_max;

@@ -26,7 +26,10 @@ from nn2c.target import Target
 
 SEGMENT = 256  # NN2C_SPARSE_SEGMENT: inputs per segment, so a position fits one byte
 BLOCK = 4  # entries per segment list come in whole blocks of this many (zero-weight padding)
-RECORD_WORDS = 7  # NN2C_SPARSE_RECORD: int32 words of a channel's output-stage record
+RECORD_WORDS = 3  # NN2C_SPARSE_RECORD: int32 words of a per-channel filter's output-stage record
+# the shifts the records' scale word holds: sh = -shift - 1 >= 1 (the rounding's high word 2^(sh - 1)),
+# 2^(sh - 1) << 8 within 32 bits; a real model's are about -5 to -12
+RECORD_SHIFTS = (-25, -2)
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
 SAFETY = 0.85
@@ -163,49 +166,54 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> SparseLa
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
                   real: list[float], output_offset: int, act_min: int, act_max: int, one_row: bool = False) -> str:
-    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs);
-    one_row: the kernel runs every row alone (a FULLY_CONNECTED of fewer than 4 batches),
-    where the Arm DSP kernel reads each channel's output stage from one record."""
+    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs) and
+    its real multipliers (one for a per-tensor filter); one_row: the kernel runs every row alone (a
+    FULLY_CONNECTED of fewer than 4 batches), where the Arm DSP kernel reads each channel's output stage
+    from one record."""
     out_c, depth = rows.shape
-    per_channel = real if len(real) > 1 else real * out_c
-    pairs = [quantize_multiplier(m) for m in per_channel]
+    pairs = [quantize_multiplier(m) for m in real]
+    if len(set(pairs)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
+        pairs = pairs[:1]
+    multipliers = np.array([m for m, _ in pairs], dtype=np.int32)
     shifts = np.array([s for _, s in pairs], dtype=np.int32)
     bias_data = None if bias is None else np.asarray(bias.data)
-    folded = folded_bias(bias_data, rows, input_offset, out_c, pad_to=1)
+    folded = folded_bias(bias_data, rows, input_offset, out_c, pad_to=1)  # int32, wrapped as TFLite's sum
+    per_channel = len(pairs) > 1
     fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "segments": layout.segments,
         "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: nonzeros per channel and 256 inputs"),
         "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: position of each nonzero"),
         "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
+        "bias": "NULL", "multipliers": "NULL", "shifts": "NULL", "rounding": "NULL", "per_channel": int(per_channel),
+        "records": "NULL",
     }
-    if one_row and ctx.target.simd == "dsp" and bool(np.all(shifts < 0)):
-        # the output stage channel by channel in one record (nn2c_sparse_row1_records) instead of four arrays
-        records = channel_records(np.asarray(folded, dtype=np.int64), pairs, shifts)
-        fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
-            records, "int32_t", "sparse output stage per channel: bias, multiplier, -shift - 1, rounding pair"))
+    stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
+             "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
+    if one_row and ctx.target.simd == "dsp" and bool(np.all((shifts >= RECORD_SHIFTS[0]) & (shifts <= RECORD_SHIFTS[1]))):
+        # the output stage channel by channel in one record (nn2c_sparse_row1_records) instead of arrays
+        if per_channel:
+            fields["records"] = ctx.const_array(channel_records(folded, multipliers, shifts), "int32_t",
+                                                "sparse output stage per channel: bias, multiplier, scale word")
+        else:
+            fields.update(stage, records=ctx.const_array(folded[:out_c], "int32_t",
+                                                         "bias with the input offset folded in"))
     else:
-        fields.update({
-            "bias": ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
-            "multipliers": ctx.const_array(np.array([m for m, _ in pairs], dtype=np.int32), "int32_t",
-                                           "output multipliers"),
-            "shifts": ctx.const_array(shifts, "int32_t", "output shifts"),
-            "rounding": ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"),
-        })
+        fields.update(stage, bias=ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
+                      rounding=ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
     return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}"
 
 
-def channel_records(bias: np.ndarray, pairs: list[tuple[int, int]], shifts: np.ndarray) -> np.ndarray:
-    """Per output channel RECORD_WORDS int32 words (nn2c_sparse_s8_t.records): bias, multiplier, -shift - 1,
-    then the two int64 roundings of nn2c_mbqm_rounded as little-endian word pairs (every shift negative)."""
-    out_c = len(pairs)
-    rounding = requant_rounding(shifts).reshape(out_c, 2).astype(np.int64)
+def channel_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """Per output channel RECORD_WORDS int32 words (nn2c_sparse_s8_t.records): bias, multiplier and the scale
+    word (-shift - 1) | 2^(-shift - 2) << 8 from which nn2c_sparse_record_requant builds its rounding (every
+    shift within RECORD_SHIFTS)."""
+    out_c = multipliers.size
+    sh = -shifts.astype(np.int64) - 1
     records = np.zeros((out_c, RECORD_WORDS), dtype=np.int64)
     records[:, 0] = bias[:out_c]
-    records[:, 1] = [m for m, _ in pairs]
-    records[:, 2] = -shifts.astype(np.int64) - 1
-    records[:, 3::2] = rounding & 0xFFFFFFFF  # each int64 as its low word, then its high word
-    records[:, 4::2] = (rounding >> 32) & 0xFFFFFFFF
+    records[:, 1] = multipliers
+    records[:, 2] = sh | np.left_shift(np.int64(1), sh + 7)
     return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
