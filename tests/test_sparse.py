@@ -20,6 +20,7 @@ from nn2c.cli import main
 from nn2c.codegen.ops.sparse import (
     SAFETY,
     break_even_density,
+    packed_layout,
     predicted_instructions,
     sparse_layout,
 )
@@ -77,6 +78,40 @@ def test_layout_holds_exactly_the_filter(shape):
     assert np.array_equal(rebuilt[:, :shape[1]], rows) and not rebuilt[:, shape[1]:].any()
 
 
+@pytest.mark.parametrize("shape", [(5, 300), (3, 7), (4, 1000), (6, 1), (2, 40), (3, 70000)])
+def test_packed_layout_holds_exactly_the_filter(shape):
+    """--optimize size's layout (nn2c_sparse_s8_t.packed): walking each channel's 4-bit steps from input 0
+    lands on exactly its nonzeros, gaps over 15 included (zero-weight entries of step 15), never past the
+    channel's last nonzero (the cursor reads only inside the row), lists in whole blocks of 4."""
+    rng = np.random.default_rng(sum(shape))
+    rows = rng.integers(-128, 128, size=shape).astype(np.int8)
+    rows[rng.random(shape) < (0.999 if shape[1] > 9999 else 0.85)] = 0
+    if shape == (2, 40):  # the first input, a gap of exactly 15 + 16, the last input
+        rows[:] = 0
+        rows[0, [0, 15, 31]] = [3, -2, 7]
+        rows[1, 39] = 5
+    layout = packed_layout(rows)
+    assert layout is not None and layout.packed and layout.segments == 1 and np.all(layout.counts % 4 == 0)
+    steps = np.empty(layout.positions.size * 2, dtype=np.int64)
+    steps[0::2], steps[1::2] = layout.positions & 15, layout.positions >> 4
+    rebuilt = np.zeros(shape, dtype=np.int64)
+    k = 0
+    for channel in range(shape[0]):
+        cursor, last = 0, (np.flatnonzero(rows[channel])[-1:] if rows[channel].any() else [0])[0]
+        for _ in range(int(layout.counts[channel])):
+            cursor += steps[k]
+            assert cursor <= last
+            rebuilt[channel, cursor] += layout.values[k]
+            k += 1
+    assert k == layout.values.size == steps.size and np.array_equal(rebuilt, rows)
+    assert layout.positions.nbytes * 2 == layout.values.nbytes
+
+
+def test_packed_layout_gives_up_beyond_a_uint16_count():
+    rows = np.ones((1, 70000), dtype=np.int8)
+    assert packed_layout(rows) is None
+
+
 @pytest.mark.parametrize(("model", "spec", "schedule", "calls"), [
     (AD01, "magnitude:0.75", "auto", {"nn2c_fc_s8_sparse": 10}),
     (KWS, "1:8", "layer", {"nn2c_fc_s8_sparse": 1, "nn2c_conv_s8_sparse": 4}),
@@ -104,12 +139,15 @@ def test_sparse_kernels_match_tflm_on_pruned_models(model, spec, schedule, calls
     assert report.comparisons and all(c.mismatches == 0 for c in report.comparisons)
 
 
-def test_sparse_kernels_sanitizer_clean_on_extreme_inputs(tmp_path):
-    """ASan + UBSan, all-min and all-max inputs, both kernels, the in-place fallback: still TFLM's."""
+@pytest.mark.parametrize("optimize", ["balanced", "size"])
+def test_sparse_kernels_sanitizer_clean_on_extreme_inputs(optimize, tmp_path):
+    """ASan + UBSan, all-min and all-max inputs, both kernels, the in-place fallback: still TFLM's; at
+    --optimize size the FULLY_CONNECTED reads the packed layout (its cursor stays inside the row)."""
     require_cc()
     path = pruned(KWS, "1:8", tmp_path)
-    result = compile_model(path, CompileOptions(sparse="always", schedule="layer"))
+    result = compile_model(path, CompileOptions(sparse="always", schedule="layer", optimize=optimize))
     assert all(sparse_calls(result).values())
+    assert result.files[f"{result.name}.c"].count(".packed = 1") == (optimize == "size")
     exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
     records = extreme_records(result.graph)
     assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
@@ -185,11 +223,13 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
     assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
-def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(tmp_path):
+@pytest.mark.parametrize("optimize", ["balanced", "size"])
+def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
     """The Arm DSP's record loops (nn2c_sparse_row1_records: one segment, int8's whole range;
-    nn2c_sparse_row1_records_any: the rest) on what pruned ad01 does not have: a RELU6 (a range inside
-    int8's: clamped after SSAT) over one and over two segments, channels with no nonzero at all, and
-    counts of 4, 8 and 12 entries (the assembly's odd and even numbers of four); bit-exact with TFLM."""
+    nn2c_sparse_row1_records_any: the rest; nn2c_sparse_row1_packed at --optimize size) on what pruned ad01
+    does not have: a per-channel filter, a RELU6 (a range inside int8's: clamped after SSAT) over one and
+    over two segments, channels with no nonzero at all, and counts of 4, 8 and 12 entries (the assembly's
+    odd and even numbers of four); bit-exact with TFLM."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model
@@ -212,12 +252,48 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(tmp_path):
         h, depth = y, units
     path = tmp_path / "records.tflite"
     path.write_bytes(b.build([x], [h]))
-    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer")
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize=optimize)
     source = compile_model(path, options).files["records.c"]
     assert source.count(".records = ") == 3, source
+    assert source.count(".packed = 1") == 3 * (optimize == "size")
     report = bench_model(path, target="cortex-m4", count=3, seed=6, workdir=tmp_path / "qemu", options=options)
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_packed_layout_at_optimize_size_in_qemu(target, tmp_path):
+    """--optimize size on pruned ad01 (magnitude 75%): on the M4 --sparse auto packs every sparse layer
+    (the assembly of nn2c_sparse_dot_packed) and the weights take at most 0.45x the flash of the dense
+    build at the same level, in fewer instructions than it; the M55 runs the packed C loop when told to
+    (--sparse always). Bit-exact with TFLM."""
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    path = pruned(AD01, "magnitude:0.75", tmp_path)
+    modes = ("auto", "off") if target == "cortex-m4" else ("always",)
+    results, reports = {}, {}
+    for mode in modes:
+        options = CompileOptions(target=target, sparse=mode, optimize="size", schedule="layer")
+        results[mode] = compile_model(path, options)
+        reports[mode] = bench_model(path, target=target, count=2, seed=4, workdir=tmp_path / mode, options=options)
+        assert reports[mode].reference == "tflm" and reports[mode].passed()
+        assert all(c.max_abs_diff == 0 for c in reports[mode].comparisons)
+    sparse = modes[0]
+    source = results[sparse].files[f"{results[sparse].name}.c"]
+    assert source.count(".packed = 1") >= 9, source
+    if target == "cortex-m4":
+        assert results["auto"].code.weight_bytes <= 0.45 * results["off"].code.weight_bytes
+        assert reports["auto"].instructions_per_inference < reports["off"].instructions_per_inference
+        # nn2c.profile predicts the packed steps with the sparse model plus the packed extra: within 10%
+        from nn2c.profiler import profile
+
+        steps = profile(path, target=target, options=CompileOptions(optimize="size")).steps
+        measured = {layer.index: layer.instructions for layer in reports["auto"].layers
+                    if "nn2c_fc_s8_sparse" in layer.calls}
+        predicted = sum(s.predicted[target] for s in steps if s.step in measured)
+        assert len(measured) >= 9 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
 def test_channel_records_without_inline_asm_are_bit_exact(tmp_path, monkeypatch):

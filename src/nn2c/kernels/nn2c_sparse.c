@@ -22,7 +22,7 @@ typedef struct {
     const int32_t *bias, *multipliers, *shifts;
     const int64_t *rounding;
     const int32_t *records;
-    int32_t per_channel, offset, lo, hi;
+    int32_t per_channel, packed, offset, lo, hi;
 } nn2c_sparse_walk_t;
 
 NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
@@ -38,6 +38,7 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.rounding = m->rounding;
     w.records = m->records;
     w.per_channel = m->per_channel;
+    w.packed = m->packed;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
@@ -143,6 +144,70 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
 #endif
 }
 
+/* nn2c_sparse_dot for a packed row (nn2c_sparse_s8_t.packed): the entries' positions as 4-bit steps of a
+ * cursor that starts at the row x; it never passes the row's last nonzero (no step after it but the
+ * padding's zero steps). */
+NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **steps, const int8_t **value, int32_t n,
+                                           int32_t acc) {
+#if defined(NN2C_SPARSE_RECORDS)
+    /* Arm DSP, 20 instructions per four entries (eight a loop iteration, entered in its middle when the
+     * count of fours is odd): four steps in one halfword, each taken out (AND / UBFX / the last as a
+     * shifted operand) and added to the cursor before its load; the weights as in nn2c_sparse_dot. */
+#define NN2C_SPARSE_PACKED_STEP4 \
+    "ldrh   %[d], [%[pi]], #2\n\t" \
+    "ldr    %[w], [%[pw]], #4\n\t" \
+    "and    %[i0], %[d], #15\n\t" \
+    "add    %[x], %[x], %[i0]\n\t" \
+    "ldrsb  %[i0], [%[x]]\n\t" \
+    "ubfx   %[i1], %[d], #4, #4\n\t" \
+    "add    %[x], %[x], %[i1]\n\t" \
+    "ldrsb  %[i1], [%[x]]\n\t" \
+    "sxtb16 %[t], %[w], ror #8\n\t" \
+    "sxtb16 %[w], %[w]\n\t" \
+    "smlabb %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabb %[acc], %[i1], %[t], %[acc]\n\t" \
+    "ubfx   %[i0], %[d], #8, #4\n\t" \
+    "add    %[x], %[x], %[i0]\n\t" \
+    "ldrsb  %[i0], [%[x]]\n\t" \
+    "add    %[x], %[x], %[d], lsr #12\n\t" \
+    "ldrsb  %[i1], [%[x]]\n\t" \
+    "smlabt %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
+    if (n > 0) {
+        const uint8_t *pi = *steps;
+        const int8_t *pw = *value;
+        const int8_t *const end = pw + n;
+        int32_t i0, i1, w, t, d;
+        __asm__ volatile("tst    %[n], #4\n\t"
+                         "bne    2f\n"
+                         "1:\n\t" NN2C_SPARSE_PACKED_STEP4
+                         "2:\n\t" NN2C_SPARSE_PACKED_STEP4
+                         "cmp    %[pw], %[end]\n\t"
+                         "bne    1b\n\t"
+                         : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [x] "+r"(x), [i0] "=&r"(i0),
+                           [i1] "=&r"(i1), [w] "=&r"(w), [t] "=&r"(t), [d] "=&r"(d)
+                         : [end] "r"(end), [n] "r"(n)
+                         : "cc", "memory");
+        *steps = pi;
+        *value = pw;
+    }
+#undef NN2C_SPARSE_PACKED_STEP4
+    return acc;
+#else
+    const uint8_t *pi = *steps;
+    const int8_t *pw = *value;
+    for (; n > 0; n -= 2, pi += 1, pw += 2) {
+        x += pi[0] & 15;
+        acc += pw[0] * *x;
+        x += pi[0] >> 4;
+        acc += pw[1] * *x;
+    }
+    *steps = pi;
+    *value = pw;
+    return acc;
+#endif
+}
+
 #if defined(NN2C_SPARSE_RECORDS)
 /* nn2c_mbqm_rounded plus the output offset for a shift in [-25, -2], given the multiplier and the scale
  * word (nn2c_sparse_s8_t.records): the rounding pair is built in registers, not loaded. With sh = -shift
@@ -169,7 +234,7 @@ NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, int32_t multiplier, 
  * that the usual layers (one segment, int8's whole range: SSAT is the clamp) run a loop whose pointers
  * all stay in registers. */
 NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int32_t segments,
-                                          int narrow, int per_channel) {
+                                          int narrow, int per_channel, int packed) {
     const uint16_t *count = m->counts;
     const uint8_t *index = m->index;
     const int8_t *value = m->values;
@@ -184,8 +249,12 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
     const int8_t *const end = out + m->out_c;
     for (; out < end; ++out, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
         int32_t acc = rec[0];
-        for (int32_t s = 0; s < segments; ++s) {
-            acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
+        if (packed) {
+            acc = nn2c_sparse_dot_packed(x, &index, &value, *count++, acc);
+        } else {
+            for (int32_t s = 0; s < segments; ++s) {
+                acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &index, &value, *count++, acc);
+            }
         }
         if (per_channel) {
             multiplier = rec[1];
@@ -199,19 +268,25 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
 /* (not inlined: its registers its own, not shared with the general loop it would be inlined into) */
 __attribute__((noinline)) static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                                int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, 1, 0, 1);
+    nn2c_sparse_records_loop(m, x, out, 1, 0, 1, 0);
 }
 
 /* the same for a per-tensor quantised filter (records: the biases alone) */
 __attribute__((noinline)) static void nn2c_sparse_row1_biases(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                               int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, 1, 0, 0);
+    nn2c_sparse_records_loop(m, x, out, 1, 0, 0, 0);
 }
 
 /* depth > 256 or an activation range inside int8's */
 __attribute__((noinline)) static void nn2c_sparse_row1_records_any(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                                    int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, m->segments, m->act_min > -128 || m->act_max < 127, m->per_channel);
+    nn2c_sparse_records_loop(m, x, out, m->segments, m->act_min > -128 || m->act_max < 127, m->per_channel, 0);
+}
+
+/* packed rows (--optimize size: one loop for every range and output stage, the smaller code) */
+__attribute__((noinline)) static void nn2c_sparse_row1_packed(const nn2c_sparse_s8_t *m, const int8_t *x,
+                                                              int8_t *out) {
+    nn2c_sparse_records_loop(m, x, out, 1, m->act_min > -128 || m->act_max < 127, m->per_channel, 1);
 }
 #endif
 
@@ -219,7 +294,9 @@ __attribute__((noinline)) static void nn2c_sparse_row1_records_any(const nn2c_sp
 static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->records != NULL) {
-        if (m->segments == 1 && m->act_min == -128 && m->act_max == 127) {
+        if (m->packed) {
+            nn2c_sparse_row1_packed(m, x, out);
+        } else if (m->segments == 1 && m->act_min == -128 && m->act_max == 127) {
             if (m->per_channel) {
                 nn2c_sparse_row1_records(m, x, out);
             } else {
@@ -234,7 +311,9 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
         int32_t acc = nn2c_sparse_bias(&w, c);
-        if (w.segments == 1) {
+        if (w.packed) {
+            acc = nn2c_sparse_dot_packed(x, &w.index, &w.value, *w.count++, acc);
+        } else if (w.segments == 1) {
             /* depth <= 256 without the segment loop: measured 7% fewer instructions on pruned ad01 on the
              * Cortex-M55 (1% on the M4) than the loop below with one segment */
             const int32_t n = *w.count++;

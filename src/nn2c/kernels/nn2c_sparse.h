@@ -20,7 +20,12 @@ typedef struct {
     int32_t out_c, depth;
     int32_t segments;        /* ceil(depth / NN2C_SPARSE_SEGMENT) */
     const uint16_t *counts;  /* [out_c][segments] entries (nonzeros + padding, a multiple of 4) */
-    const uint8_t *index;    /* each nonzero's input position inside its segment */
+    /* each entry's input position inside its segment; packed (--optimize size): instead the step from the
+     * previous entry's position (the first: from input 0) in 4 bits, two entries a byte, low half first.
+     * Packed rows are one segment however deep; a gap over 15 takes extra zero-weight entries of step 15.
+     * Only one-row layers are packed (nn2c_fc_s8_sparse of batch < 4): nn2c_sparse_row1 reads them. */
+    const uint8_t *index;
+    int32_t packed;
     const int8_t *values;    /* each nonzero's weight, in the same order */
     const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
     /* output multipliers, shifts and nn2c_mbqm_rounded's rounding pairs: per output channel, or one for

@@ -29,7 +29,7 @@ from nn2c.codegen.ops.conv import (
     pack_rows,
     simd_layout,
 )
-from nn2c.codegen.ops.sparse import sparse_candidate, sparse_fields, sparse_plan
+from nn2c.codegen.ops.sparse import PACKED_VARIANT, sparse_candidate, sparse_fields, sparse_plan
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
 from nn2c.quant.fixedpoint import quantize_multipliers
@@ -127,9 +127,11 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         streamable = len(x.type.shape) == 4 and x.type.shape[0] == 1 and x.type.shape[1] > 1
         if constant and not streamable:
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
-            layout = sparse_plan(ctx, rows, batches)
+            layout = sparse_plan(ctx, rows, batches, packable=batches < 4)
             if layout is not None:
                 ctx.use_kernel("sparse")
+                if layout.packed:
+                    ctx.variant(PACKED_VARIANT)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
                     "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
                                        act_max, one_row=batches < 4),

@@ -26,6 +26,7 @@ from nn2c.target import Target
 
 SEGMENT = 256  # NN2C_SPARSE_SEGMENT: inputs per segment, so a position fits one byte
 BLOCK = 4  # entries per segment list come in whole blocks of this many (zero-weight padding)
+PACKED_STEP_MAX = 15  # packed_layout: the largest step between two positions a 4-bit half holds
 RECORD_WORDS = 3  # NN2C_SPARSE_RECORD: int32 words of a per-channel filter's output-stage record
 # the shifts the records' scale word holds: sh = -shift - 1 >= 1 (the rounding's high word 2^(sh - 1)),
 # 2^(sh - 1) << 8 within 32 bits; a real model's are about -5 to -12
@@ -33,10 +34,16 @@ RECORD_SHIFTS = (-25, -2)
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
 SAFETY = 0.85
+# --optimize size: the packed layout where predicted at most this multiple of the dense FULLY_CONNECTED
+# kernel of --optimize balanced (what the model predicts). The dense kernel it replaces at size
+# (nn2c_fc_s8_rows, the model's int8 rows) measured 8-9% slower than that one (docs/BENCHMARKS.md,
+# --optimize: ad01 and lenet-300-100 on the M4): the packed layout where predicted no slower than it
+SIZE_SAFETY = 1.08
 # what the instruction models of nn2c.target weigh: the kernel's work (dense: MACs; sparse: stored entries x
 # input rows), then outputs, input elements, input rows and one call
 SPARSE_COST_FEATURES = ("work", "outputs", "inputs", "rows", "call")
 SPARSE_KERNELS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
+PACKED_VARIANT = "packed"  # NodeCode.variant of a layer in the packed layout (nn2c.profile predicts it so)
 
 
 def density(rows: np.ndarray) -> float:
@@ -68,6 +75,7 @@ class SparseLayout:
     counts: np.ndarray
     positions: np.ndarray
     values: np.ndarray
+    packed: bool = False  # positions as 4-bit steps, two a byte, one segment a channel (packed_layout)
 
     @property
     def entries(self) -> int:
@@ -77,6 +85,11 @@ class SparseLayout:
     @property
     def segments(self) -> int:
         return self.counts.size // max(self.out_c, 1)
+
+    @property
+    def flash_bytes(self) -> int:
+        """Bytes of counts, positions and values (the output stage aside)."""
+        return self.counts.nbytes + self.positions.nbytes + self.values.nbytes
 
 
 def _segment_blocks(rows: np.ndarray) -> np.ndarray:
@@ -114,11 +127,49 @@ def sparse_layout(rows: np.ndarray) -> SparseLayout:
     return SparseLayout(out_c, depth, counts, positions, values)
 
 
+def packed_layout(rows: np.ndarray) -> SparseLayout | None:
+    """[out_c, depth] int8 -> its packed SparseLayout (--optimize size, nn2c_sparse_s8_t.packed): per channel
+    its nonzeros in increasing input order, each position stored as the 4-bit step from the previous one
+    (the first from input 0), two a byte, low half first; a step over 15 first takes zero-weight entries of
+    step 15; each channel's list padded with zero steps and weights to a multiple of 4 entries. Half the
+    positions' bytes of sparse_layout. None when a channel would hold more entries than a uint16 counts."""
+    out_c, depth = rows.shape
+    counts = np.zeros(out_c, dtype=np.int64)
+    steps: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for c in range(out_c):
+        position = np.flatnonzero(rows[c])
+        gap = np.diff(position, prepend=0)
+        extra = np.maximum((gap - 1) // PACKED_STEP_MAX, 0)  # the zero-weight entries of step 15 before each
+        n = position.size + int(extra.sum())
+        padded = -(-n // BLOCK) * BLOCK
+        if padded > np.iinfo(np.uint16).max:
+            return None
+        step = np.zeros(padded, dtype=np.uint8)
+        value = np.zeros(padded, dtype=np.int8)
+        slot = np.arange(position.size) + np.cumsum(extra)  # where each nonzero lands after its extras
+        step[:n] = PACKED_STEP_MAX
+        step[slot] = gap - extra * PACKED_STEP_MAX
+        value[slot] = rows[c, position]
+        counts[c] = padded
+        steps.append(step)
+        values.append(value)
+    flat = np.concatenate(steps) if steps else np.zeros(0, dtype=np.uint8)
+    return SparseLayout(out_c, depth, counts.astype(np.uint16), (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8),
+                        np.concatenate(values) if values else np.zeros(0, dtype=np.int8), packed=True)
+
+
 def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int) -> tuple[float, float] | None:
     """(dense, sparse) instructions the target's fitted model predicts for this filter applied to
     input_rows rows, or None when the target has no measured model (also nn2c.profile's prediction of
-    a sparse step)."""
-    return predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
+    a sparse step). A packed layout costs its steps' extra (Target.sparse_packed_extra); None without it."""
+    predicted = predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
+    if predicted is None or not layout.packed:
+        return predicted
+    extra = target.sparse_packed_extra
+    if extra is None:
+        return None
+    return predicted[0], predicted[1] + (extra[0] * layout.entries + extra[1] * layout.out_c) * input_rows
 
 
 def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int
@@ -150,16 +201,26 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int) 
     return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
 
 
-def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> SparseLayout | None:
+def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: bool = False) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
-    predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower)."""
+    predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower).
+    packable (a layer run one row at a time): with --optimize size the packed layout (half the positions'
+    flash) where it is smaller than the dense filter and, with the target's measured cost of its steps
+    (Target.sparse_packed_extra), predicted no slower than the dense kernel of that level (SIZE_SAFETY);
+    else the usual layout, by the usual rule."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
+    packed = packed_layout(rows) if packable and ctx.optimize == "size" else None
     if ctx.sparse == "always":
-        return sparse_layout(rows)
+        return packed or sparse_layout(rows)
+    if packed is not None and packed.flash_bytes < rows.size:  # smaller than the dense int8 rows
+        predicted = predicted_instructions(ctx.target, packed, input_rows)
+        if predicted is not None and predicted[0] > 0 and predicted[1] <= SIZE_SAFETY * predicted[0]:
+            return packed
+    out_c, depth = rows.shape
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
-    predicted = predicted_costs(ctx.target, rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))
+    predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows))
     chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
     return sparse_layout(rows) if chosen else None
 
@@ -181,8 +242,11 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     per_channel = len(pairs) > 1
     fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "segments": layout.segments,
-        "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: nonzeros per channel and 256 inputs"),
-        "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: position of each nonzero"),
+        "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: entries per channel" + (
+            "" if layout.packed else " and 256 inputs")),
+        "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: 4-bit steps between the positions"
+                                 if layout.packed else "sparse filter: position of each nonzero"),
+        "packed": int(layout.packed),
         "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
         "bias": "NULL", "multipliers": "NULL", "shifts": "NULL", "rounding": "NULL", "per_channel": int(per_channel),
         "records": "NULL",
@@ -217,13 +281,14 @@ def channel_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarra
     return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
-def sparse_instructions(target: Target, node: Node) -> float | None:
+def sparse_instructions(target: Target, node: Node, packed: bool = False) -> float | None:
     """The instructions the target's model predicts for a FULLY_CONNECTED / CONV_2D node lowered to a
-    sparse kernel (None without a model)."""
+    sparse kernel, in the packed layout if `packed` (None without a model)."""
     w = node.inputs[1]
     if w is None or w.data is None or not node.outputs:
         return None
     rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
     input_rows = node.outputs[0].type.num_elements // max(rows.shape[0], 1)
-    predicted = predicted_instructions(target, sparse_layout(rows), input_rows)
+    layout = packed_layout(rows) if packed else None
+    predicted = predicted_instructions(target, layout or sparse_layout(rows), input_rows)
     return None if predicted is None else max(predicted[1], 0.0)
