@@ -15,7 +15,10 @@ layers give two linear instruction models over codegen/ops/sparse.py's SPARSE_CO
 kernel's work: MACs dense, stored entries x input rows sparse; then outputs, inputs, input rows, one
 call), the coefficients nn2c.target ships (sparse_row_cost / sparse_block_cost); codegen/ops/sparse.py
 takes the sparse kernel where it predicts at most SAFETY (0.85) times the dense instructions.
-The `auto` columns then check that choice on every measured layer.
+The `auto` columns then check that choice on every measured layer. On the cores that pack (Cortex-M4),
+`size-off` and `size-auto` are the same two at `--optimize size`, where `auto` may store a layer in the
+packed layout (4-bit position steps): their table shows flash and instructions against the dense build
+at size.
 
     python bench/sparse.py [--models ...] [--prunings magnitude:0.5 ...] [--cores ...] [--no-write]
                            [--save runs.json | --load runs.json]
@@ -54,7 +57,9 @@ from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
 MODELS = ["mlcommons_tiny/ad01_int8", "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8"]
 PRUNINGS = ["magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "1:8"]
 CORES = ["portable", "cortex-m4", "cortex-m55"]
-MODES = ["off", "always", "auto"]
+MODES = ["off", "always", "auto", "size-off", "size-auto"]
+# measured only on the cores whose target packs at --optimize size (Target.sparse_packed_extra)
+SIZE_MODES = ("size-off", "size-auto")
 SPARSE_CALLS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
 
 
@@ -87,8 +92,15 @@ class Run:
 
 
 def _options(core: str, mode: str) -> CompileOptions:
-    return CompileOptions(name="model", target="host" if core == "portable" else core, sparse=mode,
-                          schedule="layer")
+    """A mode: --sparse off / always / auto, at --optimize balanced; size-off / size-auto at size."""
+    optimize, _, sparse = mode.rpartition("-")
+    return CompileOptions(name="model", target="host" if core == "portable" else core, sparse=sparse,
+                          schedule="layer", optimize=optimize or "balanced")
+
+
+def _modes(core: str, modes: list[str]) -> list[str]:
+    packs = core != "portable" and get_target(core).sparse_packed_extra is not None
+    return [m for m in modes if packs or m not in SIZE_MODES]
 
 
 def _prune(model: str, pruning: str, workdir: Path) -> Path:
@@ -123,7 +135,7 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
     run = Run(model, pruning, core)
     layers = _candidates(path, core)
     bench_target = "cortex-m4" if core == "portable" else core
-    for mode in modes:
+    for mode in _modes(core, modes):
         report = bench_model(path, target=bench_target, count=records, options=_options(core, mode),
                              workdir=workdir / f"{path.stem}_{core}_{mode}")
         run.total[mode] = report.instructions_per_inference
@@ -202,6 +214,24 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             f"| {always / dense:.2f}x | {auto:,} | {auto / dense:.2f}x | {r.accesses.get('off', 0):,.0f} / "
             f"{r.accesses.get('always', 0):,.0f} | {w_dense:,} | {w_sparse:,} "
             f"| {(w_sparse / w_dense if w_dense else 0):.2f}x | {verdict} |")
+    sized = [r for r in runs if "size-off" in r.total and "size-auto" in r.total]
+    if sized:
+        lines += ["", "At `--optimize size` (the cores whose target packs: nn2c.target sparse_packed_extra): a one-row "
+                  "FULLY_CONNECTED", "that `--sparse auto` takes stores each position as a 4-bit step from the previous "
+                  "one (the packed", "layout, codegen/ops/sparse.py packed_layout) where that is smaller than the dense "
+                  "int8 rows and predicted", "no slower than the dense kernel at size; the other sparse layers keep "
+                  "byte positions. Dense = `--sparse off`", "at the same level; `balanced` = the table above's dense "
+                  "build.", "",
+                  "| model | pruning | core | instr dense (size) | instr auto (size) | ratio | weights dense (size) "
+                  "| weights auto (size) | ratio | ratio to balanced dense | TFLM |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in sized:
+            dense, auto = r.total["size-off"], r.total["size-auto"]
+            w_dense, w_auto, w_balanced = r.weights["size-off"], r.weights["size-auto"], r.weights.get("off", 0)
+            verdict = ", ".join(sorted({r.tflm[m] for m in SIZE_MODES}))
+            lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {dense:,} | {auto:,} "
+                         f"| {auto / dense:.2f}x | {w_dense:,} | {w_auto:,} | {w_auto / w_dense:.2f}x "
+                         f"| {(w_auto / w_balanced if w_balanced else 0):.2f}x | {verdict} |")
     lines += ["", "Per layer that can run sparse (FULLY_CONNECTED, unpadded 1x1 CONV_2D) on the Cortex-M4: instructions",
               "per inference (the other cores' layers: `python bench/sparse.py --load runs.json --no-write --all-layers`).",
               "", "| model | pruning | core | op | kind | density | MACs | dense | sparse | ratio | auto chose |",
@@ -215,6 +245,11 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {x.index} {x.op} | {x.kind} "
                          f"| {x.density:.3f} | {x.macs:,} | {layer_dense:,.0f} | {layer_sparse:,.0f} | {layer_sparse / layer_dense:.2f}x "
                          f"| {chose} |")
+    packed = [x for r in sized for x in r.layers if x.sparse_in.get("size-auto") and "size-off" in x.instructions]
+    if packed:
+        slower_packed = [x for x in packed if x.instructions["size-auto"] >= x.instructions["size-off"]]
+        lines += ["", f"At size, `--sparse auto` chose the sparse kernel on {len(packed)} measured layers; "
+                  f"{len(slower_packed)} of them ran slower than the dense kernel at size."]
     chosen = [x for r in runs for x in r.layers if x.sparse_in.get("auto") and "off" in x.instructions]
     slower = [x for x in chosen if x.instructions["auto"] >= x.instructions["off"]]
     if chosen:
@@ -303,7 +338,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for run in runs:
                 fresh = measure(run.model, run.pruning, run.core, args.records, Path(tmp), args.modes)
-                for mode in args.modes:
+                for mode in _modes(run.core, args.modes):
                     run.total[mode], run.accesses[mode] = fresh.total[mode], fresh.accesses[mode]
                     run.weights[mode], run.tflm[mode] = fresh.weights[mode], fresh.tflm[mode]
                 by_index = {x.index: x for x in fresh.layers}
@@ -311,7 +346,7 @@ def main() -> int:
                     again = by_index.get(x.index)
                     if again is None:
                         continue
-                    for mode in args.modes:
+                    for mode in _modes(run.core, args.modes):
                         if mode in again.instructions:
                             x.instructions[mode] = again.instructions[mode]
                             x.accesses[mode] = again.accesses[mode]

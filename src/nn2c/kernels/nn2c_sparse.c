@@ -6,10 +6,17 @@
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
+/* records are an Arm DSP lowering's (codegen/ops/sparse.py): a Helium build never reads them */
+#define NN2C_SPARSE_NO_RECORDS 1
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(NN2C_INLINE_ASM)
 #include <arm_acle.h>
 /* channel records (nn2c_sparse_s8_t.records) run nn2c_sparse_row1_records; the general loops never see them */
 #define NN2C_SPARSE_RECORDS 1
+#endif
+#if !defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_SPARSE_NO_RECORDS)
+/* the records read in C: a build of an Arm DSP lowering without the inline assembly (-O0,
+ * NN2C_NO_INLINE_ASM, or on the host) */
+#define NN2C_SPARSE_RECORDS_IN_C 1
 #endif
 
 /* The walk over the stored entries and the output stage, kept in locals: int8 stores could alias the
@@ -23,6 +30,7 @@ typedef struct {
     const int64_t *rounding;
     const int32_t *records;
     int32_t per_channel, packed, offset, lo, hi;
+    int32_t stage_step; /* what the arrays' pointers step a channel: per_channel, 0 with records */
 } nn2c_sparse_walk_t;
 
 NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
@@ -39,6 +47,7 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.records = m->records;
     w.per_channel = m->per_channel;
     w.packed = m->packed;
+    w.stage_step = m->records == NULL ? m->per_channel : 0;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
@@ -48,15 +57,16 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
 /* Channel c's bias and output stage: from the arrays, or (a build for an Arm DSP core without inline
  * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records. */
 NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c) {
-#if !defined(NN2C_SPARSE_RECORDS)
+#if defined(NN2C_SPARSE_RECORDS_IN_C)
     if (o->records != NULL) return o->records[o->per_channel ? NN2C_SPARSE_RECORD * c : c];
 #endif
     return o->bias[c];
 }
 
+/* Channel c's output stage: the walk's multiplier, shift and rounding are channel c's (see
+ * nn2c_sparse_next_channel). */
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc) {
-    const int32_t q = o->per_channel ? c : 0;
-#if !defined(NN2C_SPARSE_RECORDS)
+#if defined(NN2C_SPARSE_RECORDS_IN_C)
     if (o->records != NULL && o->per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
         acc = nn2c_add_offset(nn2c_mbqm(acc, r[1], -(r[2] & 0xFF) - 1), o->offset);
@@ -67,8 +77,16 @@ NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, i
         return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
     }
 #endif
-    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[q], o->shifts[q], o->rounding + 2 * q), o->offset);
+    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, *o->multipliers, *o->shifts, o->rounding), o->offset);
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
+}
+
+/* The walk's output stage to the next channel: one step for a per-channel filter, none for a per-tensor
+ * one (a pointer step, not an index select: GCC keeps the loops' pointers as they were). */
+NN2C_INLINE void nn2c_sparse_next_channel(nn2c_sparse_walk_t *o) {
+    o->multipliers += o->stage_step;
+    o->shifts += o->stage_step;
+    o->rounding += 2 * o->stage_step;
 }
 
 /* acc + the products of the n entries (a multiple of 4) at *index / *value with the segment seg; *index
@@ -325,6 +343,7 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
             }
         }
         out[c] = nn2c_sparse_requant(&w, c, acc);
+        nn2c_sparse_next_channel(&w);
     }
 }
 
@@ -365,6 +384,7 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
         out[1][c] = nn2c_sparse_requant(&w, c, a1);
         out[2][c] = nn2c_sparse_requant(&w, c, a2);
         out[3][c] = nn2c_sparse_requant(&w, c, a3);
+        nn2c_sparse_next_channel(&w);
     }
 }
 
