@@ -30,7 +30,6 @@ typedef struct {
     const int64_t *rounding;
     const int32_t *records;
     int32_t per_channel, packed, offset, lo, hi;
-    int32_t stage_step; /* what the arrays' pointers step a channel: per_channel, 0 with records */
 } nn2c_sparse_walk_t;
 
 NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
@@ -47,7 +46,6 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.records = m->records;
     w.per_channel = m->per_channel;
     w.packed = m->packed;
-    w.stage_step = m->records == NULL ? m->per_channel : 0;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
@@ -63,9 +61,11 @@ NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c) {
     return o->bias[c];
 }
 
-/* Channel c's output stage: the walk's multiplier, shift and rounding are channel c's (see
- * nn2c_sparse_next_channel). */
-NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc) {
+/* Channel c's output stage; per_channel a constant of the caller's instance (a per-tensor filter's stage
+ * is entry 0 of the arrays): a select or a pointer step per channel cost kws's 1x1 convolutions 2-5% more
+ * instructions on the Cortex-M4, measured in QEMU. */
+NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc, int per_channel) {
+    const int32_t q = per_channel ? c : 0;
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
     if (o->records != NULL && o->per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
@@ -77,16 +77,8 @@ NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, i
         return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
     }
 #endif
-    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, *o->multipliers, *o->shifts, o->rounding), o->offset);
+    acc = nn2c_add_offset(nn2c_mbqm_rounded(acc, o->multipliers[q], o->shifts[q], o->rounding + 2 * q), o->offset);
     return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
-}
-
-/* The walk's output stage to the next channel: one step for a per-channel filter, none for a per-tensor
- * one (a pointer step, not an index select: GCC keeps the loops' pointers as they were). */
-NN2C_INLINE void nn2c_sparse_next_channel(nn2c_sparse_walk_t *o) {
-    o->multipliers += o->stage_step;
-    o->shifts += o->stage_step;
-    o->rounding += 2 * o->stage_step;
 }
 
 /* acc + the products of the n entries (a multiple of 4) at *index / *value with the segment seg; *index
@@ -308,6 +300,37 @@ __attribute__((noinline)) static void nn2c_sparse_row1_packed(const nn2c_sparse_
 }
 #endif
 
+/* One input row x without records: out[c] for every output channel (per_channel and packed constants of
+ * the caller's instance: a test of packed per channel cost kws's 1x1 convolutions, which run many pixels
+ * one by one, 4% more instructions on the Cortex-M4). */
+NN2C_INLINE void nn2c_sparse_row1_arrays(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int per_channel,
+                                         int packed) {
+    nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
+    for (int32_t c = 0; c < w.out_c; ++c) {
+        int32_t acc = nn2c_sparse_bias(&w, c);
+        if (packed) {
+            acc = nn2c_sparse_dot_packed(x, &w.index, &w.value, *w.count++, acc);
+        } else if (w.segments == 1) {
+            /* depth <= 256 without the segment loop: measured 7% fewer instructions on pruned ad01 on the
+             * Cortex-M55 (1% on the M4) than the loop below with one segment */
+            const int32_t n = *w.count++;
+            acc = nn2c_sparse_dot(x, &w.index, &w.value, n, acc);
+        } else {
+            for (int32_t s = 0; s < w.segments; ++s) {
+                const int32_t n = *w.count++;
+                acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &w.index, &w.value, n, acc);
+            }
+        }
+        out[c] = nn2c_sparse_requant(&w, c, acc, per_channel);
+    }
+}
+
+/* packed rows without records (portable C, Helium): one instance for both kinds of filter */
+__attribute__((noinline)) static void nn2c_sparse_row1_packed_arrays(const nn2c_sparse_s8_t *m, const int8_t *x,
+                                                                     int8_t *out) {
+    nn2c_sparse_row1_arrays(m, x, out, m->per_channel, 1);
+}
+
 /* One input row x: out[c] for every output channel. */
 static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out) {
 #if defined(NN2C_SPARSE_RECORDS)
@@ -326,29 +349,18 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
         return;
     }
 #endif
-    nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
-    for (int32_t c = 0; c < w.out_c; ++c) {
-        int32_t acc = nn2c_sparse_bias(&w, c);
-        if (w.packed) {
-            acc = nn2c_sparse_dot_packed(x, &w.index, &w.value, *w.count++, acc);
-        } else if (w.segments == 1) {
-            /* depth <= 256 without the segment loop: measured 7% fewer instructions on pruned ad01 on the
-             * Cortex-M55 (1% on the M4) than the loop below with one segment */
-            const int32_t n = *w.count++;
-            acc = nn2c_sparse_dot(x, &w.index, &w.value, n, acc);
-        } else {
-            for (int32_t s = 0; s < w.segments; ++s) {
-                const int32_t n = *w.count++;
-                acc = nn2c_sparse_dot(x + s * NN2C_SPARSE_SEGMENT, &w.index, &w.value, n, acc);
-            }
-        }
-        out[c] = nn2c_sparse_requant(&w, c, acc);
-        nn2c_sparse_next_channel(&w);
+    if (m->packed) {
+        nn2c_sparse_row1_packed_arrays(m, x, out);
+    } else if (m->per_channel) {
+        nn2c_sparse_row1_arrays(m, x, out, 1, 0);
+    } else {
+        nn2c_sparse_row1_arrays(m, x, out, 0, 0);
     }
 }
 
 /* Four input rows x[0..3] (output rows out[0..3]) at once. */
-static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
+NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
+                                         int per_channel) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
         int32_t a0 = nn2c_sparse_bias(&w, c), a1 = a0, a2 = a0, a3 = a0;
@@ -380,11 +392,19 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
             w.index += n;
             w.value += n;
         }
-        out[0][c] = nn2c_sparse_requant(&w, c, a0);
-        out[1][c] = nn2c_sparse_requant(&w, c, a1);
-        out[2][c] = nn2c_sparse_requant(&w, c, a2);
-        out[3][c] = nn2c_sparse_requant(&w, c, a3);
-        nn2c_sparse_next_channel(&w);
+        out[0][c] = nn2c_sparse_requant(&w, c, a0, per_channel);
+        out[1][c] = nn2c_sparse_requant(&w, c, a1, per_channel);
+        out[2][c] = nn2c_sparse_requant(&w, c, a2, per_channel);
+        out[3][c] = nn2c_sparse_requant(&w, c, a3, per_channel);
+    }
+}
+
+/* (both instances in the one function its callers call) */
+static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
+    if (m->per_channel) {
+        nn2c_sparse_row4_arrays(m, x, out, 1);
+    } else {
+        nn2c_sparse_row4_arrays(m, x, out, 0);
     }
 }
 
