@@ -153,6 +153,9 @@ CONV_CASES = [
     Case((1, 6, 6, 40), 9, kernel=(2, 2), stride=(2, 2), input_zp=-128, activation="RELU6"),
     Case((1, 4, 5, 33), 17, kernel=(1, 1), stride=(2, 2), per_channel=False, bias=False),
     Case((1, 3, 3, 3), 2, kernel=(5, 5), padding="SAME"),  # filter larger than the image
+    # shifts of both signs: the Helium matrix product's requantisation with its left shift (nn2c_gemm_s8_t.right
+    # 0; every other case here has none positive, right 1)
+    Case((1, 5, 4, 20), 13, kernel=(1, 1), gain=1000.0, input_zp=-5, output_zp=3),
 ]
 
 DEPTHWISE_CASES = [
@@ -182,15 +185,16 @@ def test_conv_int8(tmp_path: Path, case: Case):
     assert_matches_tflm(_quantized_model([(case, False)], "int8", _seed(case)), tmp_path, records=3)
 
 
-@pytest.mark.parametrize("case", [c for c in DEPTHWISE_CASES if c.gain > 1], ids=lambda c: f"{c.shape}")
-def test_the_mixed_shift_cases_have_shifts_of_both_signs(case: Case):
-    """The gain cases exist to run the depthwise kernels' requantisation with left shifts (the DSP
-    assembly needs every shift negative, the MVE assembly none positive): their per-channel shifts
-    must really take both signs."""
+@pytest.mark.parametrize(("case", "depthwise"), [(c, True) for c in DEPTHWISE_CASES if c.gain > 1]
+                         + [(c, False) for c in CONV_CASES if c.gain > 1], ids=lambda c: f"{c}")
+def test_the_mixed_shift_cases_have_shifts_of_both_signs(case: Case, depthwise: bool):
+    """The gain cases exist to run the kernels' requantisation with left shifts (the DSP depthwise
+    assembly needs every shift negative, the MVE assembly and matrix product none positive): their
+    per-channel shifts must really take both signs."""
     from nn2c.frontends.tflite_frontend import load_tflite
     from nn2c.quant.fixedpoint import quantize_multiplier
 
-    node = load_tflite("gain", _quantized_model([(case, True)], "int8", _seed(case))).nodes[0]
+    node = load_tflite("gain", _quantized_model([(case, depthwise)], "int8", _seed(case))).nodes[0]
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None and x.type.quant and w.type.quant and y.type.quant
     shifts = [quantize_multiplier(float(x.type.quant.scale[0]) * float(s) / float(y.type.quant.scale[0]))[1]
@@ -364,6 +368,8 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
     calls = {call for layer in report.layers for call in layer.calls}
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
+    source = compile_model(path, CompileOptions(target=target)).files["model.c"]
+    assert ".right = 0" in source and ".right = 1" in source  # both requantisations of the matrix product
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

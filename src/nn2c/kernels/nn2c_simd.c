@@ -706,9 +706,10 @@ NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d)
  * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded.
  * The full blocks run in assembly: VMLADAVA accumulates into even registers only, and GCC 12
  * spends 5 register moves per step to satisfy that (21 instructions per step measured, 16 here
- * with the eight sums pinned to the eight even registers). */
-static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
-                            int8_t *o0, int8_t *o1) {
+ * with the eight sums pinned to the eight even registers). right: no shift is positive (nn2c_gemm_s8_t.right),
+ * the requantisation without its left shift. */
+NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
+                                     int8_t *o0, int8_t *o1, int right) {
     const int32_t blocks = m->depth >> 4, tail = m->depth & 15;
     const int32_t out_c = m->out_c;
     const int32x4_t offset = vdupq_n_s32(m->output_offset);
@@ -801,11 +802,18 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
         /* the requantisation of nn2c_mve_requant, its per-channel constants shared by both rows */
         const int32x4_t bias = vldrwq_s32(m->bias + c), mult = vldrwq_s32(m->multipliers + c);
         const int32x4_t shift = vldrwq_s32(m->shifts + c);
-        const int32x4_t left = vmaxq_s32(shift, zero), right = vminq_s32(shift, zero);
-        r0 = vqrdmulhq_s32(vshlq_s32(vaddq_s32(r0, bias), left), mult);
-        r1 = vqrdmulhq_s32(vshlq_s32(vaddq_s32(r1, bias), left), mult);
-        r0 = vrshlq_s32(vqaddq_s32(r0, vshrq_n_s32(vandq_s32(r0, right), 31)), right);
-        r1 = vrshlq_s32(vqaddq_s32(r1, vshrq_n_s32(vandq_s32(r1, right), 31)), right);
+        r0 = vaddq_s32(r0, bias);
+        r1 = vaddq_s32(r1, bias);
+        if (!right) {
+            const int32x4_t left = vmaxq_s32(shift, zero);
+            r0 = vshlq_s32(r0, left);
+            r1 = vshlq_s32(r1, left);
+        }
+        const int32x4_t down = right ? shift : vminq_s32(shift, zero);
+        r0 = vqrdmulhq_s32(r0, mult);
+        r1 = vqrdmulhq_s32(r1, mult);
+        r0 = vrshlq_s32(vqaddq_s32(r0, vshrq_n_s32(vandq_s32(r0, down), 31)), down);
+        r1 = vrshlq_s32(vqaddq_s32(r1, vshrq_n_s32(vandq_s32(r1, down), 31)), down);
         r0 = vminq_s32(vmaxq_s32(vaddq_s32(r0, offset), lo), hi);
         r1 = vminq_s32(vmaxq_s32(vaddq_s32(r1, offset), lo), hi);
         if (out_c - c >= 4) {
@@ -816,6 +824,17 @@ static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
             vstrbq_p_s32(o0 + c, r0, pred);
             vstrbq_p_s32(o1 + c, r1, pred);
         }
+    }
+}
+
+/* both instances in the one function its callers call (two called functions cost kws's pointwise layers
+ * 1,100 instructions more each in saved registers, measured in QEMU) */
+static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
+                            int8_t *o0, int8_t *o1) {
+    if (m->right) {
+        nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 1);
+    } else {
+        nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 0);
     }
 }
 
@@ -1819,20 +1838,23 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
 #define NN2C_MVE_DW_OUT_FIELDS \
     [o] "r"(o), [off_at] "i"(offsetof(nn2c_simd_out_t, offset)), [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)), \
     [hi_at] "i"(offsetof(nn2c_simd_out_t, hi)), [full_at] "i"(offsetof(nn2c_simd_out_t, full))
-/* requantise the group's 16 sums (multipliers and shifts walked by mp / sp), clamp, store, next group */
+/* requantise the group's 16 sums (multipliers and shifts walked by mp / sp), clamp, store, next group; the
+ * usual full range falls through to the loop's end, the clamp is out of line (2 instructions a group fewer
+ * than an if-else) */
 #define NN2C_MVE_DW_OUT16 \
     "ldr          %[r], [%[o], %[off_at]]\n\t" \
     NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1") \
     "ldr          %[r], [%[o], %[full_at]]\n\t" \
-    "cmp          %[r], #0\n\t" \
-    "beq          5f\n\t" \
+    "cbz          %[r], 5f\n\t" \
     NN2C_MVE_DW_SAT_STORE("dst") \
-    "b            6f\n" \
-    "5:\n\t" \
-    NN2C_MVE_DW_CLAMP_STORE("dst") \
     "6:\n\t" \
     "subs         %[k], %[k], #1\n\t" \
-    "bne          1b\n\t"
+    "bne          1b\n\t" \
+    "b            7f\n" \
+    "5:\n\t" \
+    NN2C_MVE_DW_CLAMP_STORE("dst") \
+    "b            6b\n" \
+    "7:\n\t"
 #define NN2C_MVE_DW_RQ_NEXT(E) \
     "vldrw.u32    %q[a], [%[mp]], #16\n\t" \
     "vldrw.u32    %q[b], [%[sp]], #16\n\t" \
@@ -1840,7 +1862,7 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
 #define NN2C_MVE_DW_OPERANDS \
     [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [a] "=&w"(a), [b] "=&w"(b), \
     [t] "=&w"(t), [wt] "+l"(wt), [x] "=&l"(x), [xg] "+r"(xg), [dst] "+l"(dst), [bias] "+r"(bias), \
-    [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&r"(r)
+    [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&l"(r)
 
 /* (one copy, called: its two assembly loops are some 1,500 bytes of code; the calls cost kws's depthwise
  * layers 0.4% more instructions than three inlined copies, measured in QEMU) */

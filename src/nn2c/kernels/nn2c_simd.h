@@ -42,6 +42,7 @@ typedef struct {
     const int64_t *rounding; /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant) */
     int32_t output_offset;
     int32_t act_min, act_max;
+    int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift) */
 } nn2c_gemm_s8_t;
 
 /* FULLY_CONNECTED: batches rows of depth int8 values. */

@@ -271,6 +271,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
         "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
         "rows_per_group": group, "k_block": block, "bias": bias_ident, "multipliers": mult, "shifts": shift,
         "rounding": rounding, "output_offset": output_offset, "act_min": act_min, "act_max": act_max,
+        "right": int(bool((quantize_multipliers(real)[1] <= 0).all())),
     }
     return fields, packed
 
