@@ -78,8 +78,8 @@ _DSP_SPARSE_BLOCK = ((1.01, 23.59, 2.329, 118.8, 220.6), (3.743, 39.75, -0.1935,
 # every output stage about 8 more a channel; fitted to pruned ad01 (magnitude 75%, 1:8) at --sparse always,
 # --optimize size against balanced (+83,246 and +45,526 instructions), within 5% on magnitude 90%
 _DSP_PACKED_EXTRA = (0.99, 7.8)
-_MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4798, 55.99, 55.99), (1.109, 59.78, 0.3186, 28.8, 28.8))
-_MVE_SPARSE_BLOCK = ((0.12, 8.208, -0.06658, 63.26, 147.6), (0.5627, 52.12, -0.1404, 35.27, 55.82))
+_MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4793, 55.99, 55.99), (1.087, 46.21, 0.3469, 28.08, 28.08))
+_MVE_SPARSE_BLOCK = ((0.1175, 7.763, 0.04967, 63.83, 146.3), (0.4935, 48.89, 0.07269, 36.1, 32.84))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     # no sparse model: the host target's instructions depend on the machine its C is built for (bench/sparse.py
