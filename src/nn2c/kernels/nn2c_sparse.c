@@ -18,6 +18,17 @@
  * NN2C_NO_INLINE_ASM, or on the host) */
 #define NN2C_SPARSE_RECORDS_IN_C 1
 #endif
+#if defined(NN2C_SPARSE_RECORDS)
+/* The Arm DSP loops over a list of n entries (a multiple of 4, ending where the weights' pointer pw reaches
+ * end): two STEP4s of four entries an iteration, entered at the second when n / 4 is odd. */
+#define NN2C_SPARSE_DSP_LOOP8(STEP4) \
+    "tst    %[n], #4\n\t" \
+    "bne    2f\n" \
+    "1:\n\t" STEP4 \
+    "2:\n\t" STEP4 \
+    "cmp    %[pw], %[end]\n\t" \
+    "bne    1b\n\t"
+#endif
 
 /* The walk over the stored entries and the output stage, kept in locals: int8 stores could alias the
  * parameter struct, and GCC would reload every field after each store. */
@@ -124,12 +135,7 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
         const int8_t *pw = *value;
         const int8_t *const end = pw + n;
         int32_t i0, i1, w, t;
-        __asm__ volatile("tst    %[n], #4\n\t"
-                         "bne    2f\n"
-                         "1:\n\t" NN2C_SPARSE_DSP_STEP4
-                         "2:\n\t" NN2C_SPARSE_DSP_STEP4
-                         "cmp    %[pw], %[end]\n\t"
-                         "bne    1b\n\t"
+        __asm__ volatile(NN2C_SPARSE_DSP_LOOP8(NN2C_SPARSE_DSP_STEP4)
                          : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [i0] "=&r"(i0), [i1] "=&r"(i1),
                            [w] "=&r"(w), [t] "=&r"(t)
                          : [seg] "r"(seg), [end] "r"(end), [n] "r"(n)
@@ -188,12 +194,7 @@ NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **step
         const int8_t *pw = *value;
         const int8_t *const end = pw + n;
         int32_t i0, i1, w, t, d;
-        __asm__ volatile("tst    %[n], #4\n\t"
-                         "bne    2f\n"
-                         "1:\n\t" NN2C_SPARSE_PACKED_STEP4
-                         "2:\n\t" NN2C_SPARSE_PACKED_STEP4
-                         "cmp    %[pw], %[end]\n\t"
-                         "bne    1b\n\t"
+        __asm__ volatile(NN2C_SPARSE_DSP_LOOP8(NN2C_SPARSE_PACKED_STEP4)
                          : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [x] "+r"(x), [i0] "=&r"(i0),
                            [i1] "=&r"(i1), [w] "=&r"(w), [t] "=&r"(t), [d] "=&r"(d)
                          : [end] "r"(end), [n] "r"(n)
