@@ -76,7 +76,8 @@ _DSP_SPARSE_ROW = ((1.445, 35.45, 0.2748, 78.32, 78.32), (4.339, 27.22, 0.2202, 
 _DSP_SPARSE_BLOCK = ((1.01, 23.59, 2.329, 118.8, 220.6), (3.743, 39.75, -0.1935, 38.23, 81.99))
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one loop for
 # every output stage about 8 more a channel; fitted to pruned ad01 (magnitude 75%, 1:8) at --sparse always,
-# --optimize size against balanced (+83,246 and +45,526 instructions), within 5% on magnitude 90%
+# --optimize size against balanced (+83,246 and +45,526 instructions beyond the byte model's cost of their
+# extra entries), within 5% on magnitude 90%
 _DSP_PACKED_EXTRA = (0.99, 7.8)
 _MVE_SPARSE_ROW = ((0.1907, 14.28, -0.4793, 55.99, 55.99), (1.087, 46.21, 0.3469, 28.08, 28.08))
 _MVE_SPARSE_BLOCK = ((0.1175, 7.763, 0.04967, 63.83, 146.3), (0.4935, 48.89, 0.07269, 36.1, 32.84))

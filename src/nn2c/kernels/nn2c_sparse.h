@@ -37,7 +37,7 @@ typedef struct {
     /* Arm DSP targets when every shift is in [-25, -2], else NULL: what a channel's output stage reads
      * in one place. Per channel its bias, then for a per-channel filter its multiplier and its scale
      * word (-shift - 1) | 2^(-shift - 2) << 8 (nn2c_sparse_record_requant). The rounding pair is built
-     * from the scale word at run time: 12 bytes a channel instead of 28, for the same instructions. */
+     * from the scale word at run time: 12 bytes a channel instead of 28, for about one instruction more. */
     const int32_t *records;
     int32_t output_offset;
     int32_t act_min, act_max;
