@@ -40,7 +40,7 @@ typedef struct {
     const int32_t *bias, *multipliers, *shifts;
     const int64_t *rounding;
     const int32_t *records;
-    int32_t per_channel, packed, offset, lo, hi;
+    int32_t offset, lo, hi;
 } nn2c_sparse_walk_t;
 
 NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
@@ -55,8 +55,6 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.shifts = m->shifts;
     w.rounding = m->rounding;
     w.records = m->records;
-    w.per_channel = m->per_channel;
-    w.packed = m->packed;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
@@ -64,20 +62,21 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
 }
 
 /* Channel c's bias and output stage: from the arrays, or (a build for an Arm DSP core without inline
- * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records. */
-NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c) {
+ * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records; per_channel a constant of
+ * the caller's instance (a per-tensor filter's stage is entry 0 of the arrays). */
+NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c, int per_channel) {
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
-    if (o->records != NULL) return o->records[o->per_channel ? NN2C_SPARSE_RECORD * c : c];
+    if (o->records != NULL) return o->records[per_channel ? NN2C_SPARSE_RECORD * c : c];
+#else
+    (void)per_channel;
 #endif
     return o->bias[c];
 }
 
-/* Channel c's output stage; per_channel a constant of the caller's instance (a per-tensor filter's stage
- * is entry 0 of the arrays). */
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc, int per_channel) {
     const int32_t q = per_channel ? c : 0;
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
-    if (o->records != NULL && o->per_channel) {
+    if (o->records != NULL && per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
         acc = nn2c_add_offset(nn2c_mbqm(acc, r[1], -(r[2] & 0xFF) - 1), o->offset);
         return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
@@ -308,7 +307,7 @@ NN2C_INLINE void nn2c_sparse_row1_arrays(const nn2c_sparse_s8_t *m, const int8_t
                                          int packed) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
-        int32_t acc = nn2c_sparse_bias(&w, c);
+        int32_t acc = nn2c_sparse_bias(&w, c, per_channel);
         if (packed) {
             acc = nn2c_sparse_dot_packed(x, &w.index, &w.value, *w.count++, acc);
         } else if (w.segments == 1) {
@@ -364,7 +363,7 @@ NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t
                                          int per_channel) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
-        int32_t a0 = nn2c_sparse_bias(&w, c), a1 = a0, a2 = a0, a3 = a0;
+        int32_t a0 = nn2c_sparse_bias(&w, c, per_channel), a1 = a0, a2 = a0, a3 = a0;
         for (int32_t s = 0; s < w.segments; ++s) {
             const int32_t base = s * NN2C_SPARSE_SEGMENT;
             const int8_t *x0 = x[0] + base, *x1 = x[1] + base, *x2 = x[2] + base, *x3 = x[3] + base;

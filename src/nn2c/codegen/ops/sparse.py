@@ -211,7 +211,10 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     else the usual layout, by the usual rule."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
-    packed = packed_layout(rows) if packable and ctx.optimize == "size" else None
+    # (a nonzero takes at least a byte of value and half a byte of step: rows no packing can make smaller than
+    # their dense bytes are not laid out at all, dense layers of an unpruned model at size among them)
+    packed = (packed_layout(rows) if packable and ctx.optimize == "size"
+              and 3 * np.count_nonzero(rows) < 2 * rows.size else None)
     if ctx.sparse == "always":
         return packed or sparse_layout(rows)
     if packed is not None and packed.flash_bytes < rows.size:  # smaller than the dense int8 rows
