@@ -423,3 +423,39 @@ def test_missing_toolchain_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(BuildError, match="gcc-arm-none-eabi"):
         build_image(folder, "fake", [bytes(4)], "cortex-m4", tmp_path / "b")
+
+
+def _quantize_model(n: int, scale: float, zero_point: int) -> bytes:
+    from tests.tflite_builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.tensor("float32", (1, n), name="x")
+    q = b.tensor("int8", (1, n), scale=scale, zero_point=zero_point, name="q")
+    b.op("QUANTIZE", [x], [q])
+    return b.build([x], [q])
+
+
+@pytest.mark.parametrize("zero_point", [-7, 0, 5])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_quantize_edges_in_qemu(target, zero_point, tmp_path):
+    """QUANTIZE float -> int8 on the core (Helium: four lanes a step, the last 3 elements scalar) against
+    TFLM on the same floats: ties of x / scale at +-0.5 and +-2.5, values past int32 (which TFLM on x86
+    turns into INT32_MIN, wrapped by the zero point before the clamp), infinities and NaN."""
+    from nn2c.verify.oracle import run_tflm
+
+    scale = 0.25
+    edges = [0.125, -0.125, 0.625, -0.625, 0.375, -0.375, 31.9, -32.1, 1e10, -1e10, 5.4e8, -5.4e8,
+             np.inf, -np.inf, np.nan, -np.nan, 536870880.0, -536870912.0, 0.0, -0.0, 1e-30, 3.0e38]
+    rng = np.random.default_rng(3)
+    x = np.concatenate([np.array(edges, np.float32), rng.uniform(-40, 40, 41).astype(np.float32)])[None, :]
+    path = tmp_path / "quantize.tflite"
+    path.write_bytes(_quantize_model(x.shape[1], scale, zero_point))
+    compiled = compile_model(path, CompileOptions(target=target))
+    folder = compiled.write(tmp_path / compiled.name, force=True)
+    image = build_image(folder, compiled.name, [x.tobytes()], target, tmp_path / "build")
+    ours = np.frombuffer(run_image(image).outputs[(0, 0)], np.int8)
+    theirs = run_tflm(path, [[x]], 1)[0][0].reshape(-1)
+    assert x.shape[1] % 4 == 3  # a scalar tail after the vector steps
+    assert np.array_equal(ours, theirs), [(v, a, b) for v, a, b in zip(x[0], ours, theirs, strict=True) if a != b]
+    # the cases are there: saturation at both ends, NaN's INT32_MIN (wrapped by a negative zero point)
+    assert {-128, 127} <= set(theirs.tolist())

@@ -7,6 +7,7 @@ outputs cover the int8 range instead of saturating.
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass
 from math import sqrt
@@ -177,6 +178,9 @@ DEPTHWISE_CASES = [
     # whole groups of 16 at stride 2 (Helium: a row's inner windows in one call, 2 * 32 bytes apart), the
     # windows over the border from their table
     Case((1, 9, 11, 32), 1, stride=(2, 2), activation="RELU", input_zp=-3, output_zp=-128),
+    # Arm DSP output-stage records (a positive output offset folded into their rounding) read through the
+    # tap table of a 5x5 window
+    Case((1, 7, 8, 12), 1, kernel=(5, 5), input_zp=4, output_zp=9),
 ]
 
 
@@ -370,6 +374,10 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
     source = compile_model(path, CompileOptions(target=target)).files["model.c"]
     assert ".right = 0" in source and ".right = 1" in source  # both requantisations of the matrix product
+    # the depthwise output stage from records (DSP: whole groups of 4, int8's range, shifts in [-24, -2])
+    # and from the arrays
+    records = re.findall(r"\.records = (\w+)", source)
+    assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

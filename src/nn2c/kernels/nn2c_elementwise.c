@@ -7,6 +7,9 @@
 #include "nn2c_elementwise.h"
 
 #include <math.h>
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#endif
 
 /* --- small helpers -------------------------------------------------------------------------- */
 
@@ -363,20 +366,60 @@ static inline int32_t nn2c_ew_f32_round_to_i32(float r) {
 #endif
 }
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && defined(NN2C_INLINE_ASM)
+/* Helium with floating point (Cortex-M55): four elements a step. The quotients stay scalar VDIVs (a
+ * multiply by 1 / scale would round differently), into the lanes of q0; VCVTA rounds half away from
+ * zero as roundf and saturates, and a lane that saturated high (no float rounds to INT32_MAX) or held a
+ * NaN becomes INT32_MIN, as the portable version; the zero point is added wrapping, and two saturating
+ * narrowings clamp to int8. tinyengine/vww's input (19,200 floats) took 403,216 instructions in the
+ * portable loop (21 an element), 72,017 here (QEMU). Returns the elements done (a multiple of 4). */
+static int32_t nn2c_ew_quantize4_f32_s8(const float *in, int8_t *out, int32_t count, float scale,
+                                        int32_t zero_point) {
+    const int32x4_t int_min = vdupq_n_s32(INT32_MIN);
+    const int32_t int_max = INT32_MAX;
+    int32_t steps = count >> 2;
+    for (int32_t k = 0; k < steps; ++k) {
+        __asm__ volatile("vldrw.32      q0, [%[in]], #16\n\t"
+                         "vdiv.f32      s0, s0, %[scale]\n\t"
+                         "vdiv.f32      s1, s1, %[scale]\n\t"
+                         "vdiv.f32      s2, s2, %[scale]\n\t"
+                         "vdiv.f32      s3, s3, %[scale]\n\t"
+                         "vcvta.s32.f32 q1, q0\n\t"
+                         "vcmp.f32      eq, q0, q0\n\t"
+                         "vpst\n\t"
+                         "vcmpt.i32     ne, q1, %[imax]\n\t"
+                         "vpsel         q1, q1, %q[imin]\n\t"
+                         "vadd.i32      q1, q1, %[zp]\n\t"
+                         "vqmovnb.s32   q1, q1\n\t"
+                         "vqmovnb.s16   q1, q1\n\t"
+                         "vstrb.32      q1, [%[out]], #4\n\t"
+                         : [in] "+r"(in), [out] "+r"(out)
+                         : [scale] "t"(scale), [imax] "r"(int_max), [imin] "w"(int_min), [zp] "r"(zero_point)
+                         : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "memory");
+    }
+    return steps << 2;
+}
+#define NN2C_EW_QUANTIZE_S8_VECTOR(count, scale, zero_point) \
+    nn2c_ew_quantize4_f32_s8(in, (int8_t *)(void *)out, count, scale, zero_point)
+#else
+#define NN2C_EW_QUANTIZE_S8_VECTOR(count, scale, zero_point) 0
+#endif
+
 /* reference_ops::AffineQuantize: round(x / scale) + zero_point, in float, clamped (the parameters in
- * locals: the stores could alias the struct). */
-#define NN2C_EW_QUANTIZE(name, T, lo, hi)                                                        \
+ * locals: the stores could alias the struct). VECTOR: the elements a vector loop did first (0: none). */
+#define NN2C_EW_QUANTIZE(name, T, lo, hi, VECTOR)                                                \
     void name(const nn2c_quantize_params_t *p, const float *in, T *out) {                       \
         const int32_t count = p->count, zero_point = p->zero_point;                             \
         const float scale = p->scale;                                                           \
-        for (int32_t i = 0; i < count; ++i) {                                                   \
+        for (int32_t i = VECTOR(count, scale, zero_point); i < count; ++i) {                    \
             const int32_t q = nn2c_ew_f32_round_to_i32(in[i] / scale);                          \
             out[i] = (T)nn2c_clamp_i32(nn2c_ew_wrap_add(q, zero_point), lo, hi);                \
         }                                                                                       \
     }
 
-NN2C_EW_QUANTIZE(nn2c_quantize_f32_s8, int8_t, -128, 127)
-NN2C_EW_QUANTIZE(nn2c_quantize_f32_s16, int16_t, -32768, 32767)
+#define NN2C_EW_QUANTIZE_SCALAR(count, scale, zero_point) 0
+NN2C_EW_QUANTIZE(nn2c_quantize_f32_s8, int8_t, -128, 127, NN2C_EW_QUANTIZE_S8_VECTOR)
+NN2C_EW_QUANTIZE(nn2c_quantize_f32_s16, int16_t, -32768, 32767, NN2C_EW_QUANTIZE_SCALAR)
 
 /* reference_ops::Requantize: (x - input_zp) rescaled by the multiplier, + output_zp, clamped (the
  * parameters in locals: the stores could alias the struct). */

@@ -41,6 +41,51 @@ static void nn2c_simd_copy(int8_t *dst, const int8_t *src, int32_t n) {
                      : "lr", "memory");
 }
 
+/* The rows of a window inside the image into one im2col row: `rows` rows of n bytes, src_step apart.
+ * (Helium) The tail-predicated loop steps its pointers by whole vectors, so a row of n bytes that is not a
+ * whole number of vectors starts from copies of the row pointers (2 instructions more a row).
+ * resnet's 3x3 convolutions took about 105 instructions a window through nn2c_simd_im2col (its
+ * parameters reloaded from the struct after each copy), 45 here (QEMU). */
+NN2C_INLINE void nn2c_simd_copy_rows(int8_t *dst, const int8_t *src, int32_t rows, int32_t n, int32_t src_step) {
+    int8x16_t v;
+    if ((n & 15) == 0) {
+        const int32_t gap = src_step - n;
+        __asm__ volatile("1:\n\t"
+                         "wlstp.8 lr, %[n], 3f\n"
+                         "2:\n\t"
+                         "vldrb.8 %q[v], [%[src]], #16\n\t"
+                         "vstrb.8 %q[v], [%[dst]], #16\n\t"
+                         "letp    lr, 2b\n"
+                         "3:\n\t"
+                         "add     %[src], %[src], %[gap]\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [dst] "+r"(dst), [src] "+r"(src), [rows] "+r"(rows), [v] "=&w"(v)
+                         : [n] "r"(n), [gap] "r"(gap)
+                         : "lr", "cc", "memory");
+    } else {
+        const int8_t *s;
+        int8_t *d;
+        __asm__ volatile("1:\n\t"
+                         "mov     %[s], %[src]\n\t"
+                         "mov     %[d], %[dst]\n\t"
+                         "wlstp.8 lr, %[n], 3f\n"
+                         "2:\n\t"
+                         "vldrb.8 %q[v], [%[s]], #16\n\t"
+                         "vstrb.8 %q[v], [%[d]], #16\n\t"
+                         "letp    lr, 2b\n"
+                         "3:\n\t"
+                         "add     %[src], %[src], %[step]\n\t"
+                         "add     %[dst], %[dst], %[n]\n\t"
+                         "subs    %[rows], %[rows], #1\n\t"
+                         "bne     1b\n\t"
+                         : [dst] "+r"(dst), [src] "+r"(src), [rows] "+r"(rows), [v] "=&w"(v), [s] "=&r"(s),
+                           [d] "=&r"(d)
+                         : [n] "r"(n), [step] "r"(src_step)
+                         : "lr", "cc", "memory");
+    }
+}
+
 static void nn2c_simd_fill(int8_t *dst, int32_t word, int32_t n) {
     const int8x16_t v = vdupq_n_s8((int8_t)word);
     __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
@@ -63,6 +108,12 @@ static void nn2c_simd_copy(int8_t *dst, const int8_t *src, int32_t n) {
     for (; n > 0; --n) {
         *dst++ = *src++;
         NN2C_LOOP_BARRIER();
+    }
+}
+
+NN2C_INLINE void nn2c_simd_copy_rows(int8_t *dst, const int8_t *src, int32_t rows, int32_t n, int32_t src_step) {
+    for (; rows > 0; --rows, dst += n, src += src_step) {
+        nn2c_simd_copy(dst, src, n);
     }
 }
 
@@ -1475,13 +1526,28 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
         }
         return;
     }
+    /* a window inside the image (whole filter rows: dilation_w 1) is copied by nn2c_simd_copy_rows from
+     * these locals (the struct's fields would be reloaded after every copy); the others by im2col */
+    const int32_t C = g->in_c, in_row = g->in_w * C, row_bytes = g->filter_w * C, filter_h = g->filter_h;
+    const int32_t row_step = g->dilation_h * in_row, span_h = (filter_h - 1) * g->dilation_h;
+    const int32_t in_h = g->in_h, in_w = g->in_w, filter_w = g->filter_w;
+    const int32_t stride_h = g->stride_h, stride_w = g->stride_w, pad_h = g->pad_h, pad_w = g->pad_w;
+    const int whole_rows = g->dilation_w == 1;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
         for (int32_t oy = 0; oy < g->out_h; ++oy) {
+            const int32_t iy0 = oy * stride_h - pad_h;
+            const int rows_inside = whole_rows && iy0 >= 0 && iy0 + span_h < in_h;
             for (int32_t ox = 0; ox < g->out_w; ++ox) {
                 const int32_t q = (b * g->out_h + oy) * g->out_w + ox;
                 int8_t *out = nn2c_conv_out(output, sink, q, g->out_c);
-                nn2c_simd_im2col(g, pad, in_b, oy, ox, rows[pending != NULL]);
+                const int32_t ix0 = ox * stride_w - pad_w;
+                if (rows_inside && ix0 >= 0 && ix0 + filter_w <= in_w) {
+                    nn2c_simd_copy_rows(rows[pending != NULL], in_b + iy0 * in_row + ix0 * C, filter_h, row_bytes,
+                                       row_step);
+                } else {
+                    nn2c_simd_im2col(g, pad, in_b, oy, ox, rows[pending != NULL]);
+                }
                 if (pending) {
                     nn2c_gemm_rows2(m, rows[0], rows[1], packed_filter, pending, out);
                     nn2c_conv_feed(sink, q + 1, pixels, g->out_c);
@@ -1520,6 +1586,17 @@ typedef struct {
     int right;
     int32_t col, row;
 } nn2c_dw_window_t;
+
+/* One output of a depthwise layer with records (nn2c_dw_simd_params_t.records; r: the channel's
+ * multiplier, high word, r - 1): nn2c_mbqm_rounded's 64-bit sum with the output offset in its high word,
+ * (x m + 2^30 + h 2^32 - [x < 0] 2^31) >> (32 + r - 1), saturated to int8. Adding offset 2^(31 + r) before
+ * the floor adds exactly the offset after it, and |x m| < 2^62, |h 2^32| <= 2^62 (r <= 24) cannot
+ * overflow. */
+NN2C_INLINE int32_t nn2c_dw_record_requant(int32_t acc, const int32_t *r) {
+    const int64_t rounding = (int64_t)r[1] * 4294967296LL + (1LL << 30) - (acc < 0 ? (1LL << 31) : 0);
+    const int32_t y = (int32_t)(((int64_t)acc * r[0] + rounding) >> 32) >> r[2];
+    return y < -128 ? -128 : (y > 127 ? 127 : y);
+}
 
 /* The input pixel of a tap: byte offsets from the pixel at the window's top-left corner (which may
  * lie outside the image: it is kept as an integer), padding taps lead to the zero-point row. */
@@ -1631,11 +1708,74 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
     s[3] = s3;
 }
 
+/* The output stage of four channels from their records (nn2c_dw_record_requant), packed into one
+ * word at *y: 8 instructions a channel, the rounding's low word built from the sum's sign, its high word
+ * loaded with the output offset in it. With the four arrays (nn2c_dsp_requant4_right) and their
+ * pointers, which GCC kept on the stack around the taps' 12 registers, a group of 4 channels spent
+ * about 80 instructions outside its taps on kws_ref_model's layers (QEMU). */
+NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t **rec,
+                                        int8_t **y) {
+    const int32_t *r = *rec;
+    int8_t *q = *y;
+#if defined(NN2C_INLINE_ASM)
+    /* a channel's three words in one LDM: its registers in ascending order */
+    register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
+    int32_t lo;
+#define NN2C_DSP_RECORD_RQ(S) \
+    "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" \
+    "and    %[lo], %[" S "], #0x80000000\n\t" \
+    "add    %[h], %[h], %[" S "], asr #31\n\t" \
+    "orr    %[lo], %[lo], #0x40000000\n\t" \
+    "smlal  %[lo], %[h], %[" S "], %[m]\n\t" \
+    "asr    %[h], %[h], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[h]\n\t"
+    __asm__ volatile(NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1") NN2C_DSP_RECORD_RQ("s2")
+                     NN2C_DSP_RECORD_RQ("s3")
+                     "bfi    %[s0], %[s1], #8, #8\n\t"
+                     "bfi    %[s0], %[s2], #16, #8\n\t"
+                     "bfi    %[s0], %[s3], #24, #8\n\t"
+                     "str    %[s0], [%[q]], #4\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [q] "+r"(q),
+                       [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo)
+                     :
+                     : "memory");
+#undef NN2C_DSP_RECORD_RQ
+#else
+    const int32_t s[4] = {s0, s1, s2, s3};
+    for (int32_t k = 0; k < 4; ++k, r += 3) {
+        *q++ = (int8_t)nn2c_dw_record_requant(s[k], r);
+    }
+#endif
+    *rec = r;
+    *y = q;
+}
+
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
     const int narrow = o->lo > -128 || o->hi < 127;
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    if (p->records) { /* (whole groups of 4 channels, every shift right, int8's range: the codegen's test) */
+        const int32_t *rec = p->records;
+        int8_t *const end = out + C;
+        if (window->col) { /* a 3x3 window inside the image */
+            const int32_t col = window->col, row = window->row;
+            for (int8_t *y = out; y != end; base += 4) {
+                int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
+                rec += 4;
+                nn2c_dsp_dw_taps3x3(base, col, row, &wp, s);
+                nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
+            }
+        } else {
+            for (int8_t *y = out; y != end; base += 4) {
+                int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
+                rec += 4;
+                nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
+                nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
+            }
+        }
+        return;
+    }
     int32_t c = 0;
     if (window->right && !narrow) { /* the usual case: straight-line requantisation, one word stored per group */
         const int32_t groups = C >> 2;
@@ -2090,7 +2230,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         const int32_t j = c % L, group = c / L;
         /* per-channel arrays: channel order for L = 4, even channels first per 8 for L = 16 */
         const int32_t at = L == 16 ? c - (c & 7) + (c & 1) * 4 + ((c & 7) >> 1) : c;
-        uint32_t acc = (uint32_t)p->bias[at];
+        const int32_t *record = p->records ? p->records + 16 * (c / 4) : NULL; /* L = 4 */
+        uint32_t acc = (uint32_t)(record ? record[c % 4] : p->bias[at]);
         for (int32_t t = 0; t < n_taps; ++t) {
             int32_t w;
             if (L == 4) { /* int16, c0 c2 c1 c3 */
@@ -2104,7 +2245,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             }
             acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c] * w);
         }
-        out[c] = (int8_t)nn2c_simd_requant(o, (int32_t)acc, at);
+        out[c] = (int8_t)(record ? nn2c_dw_record_requant((int32_t)acc, record + 4 + 3 * (c % 4))
+                                 : nn2c_simd_requant(o, (int32_t)acc, at));
     }
 }
 #endif
@@ -2137,7 +2279,7 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const nn2c_simd_out_t o =
         nn2c_simd_out(p->multipliers, p->shifts, p->rounding, p->output_offset, p->act_min, p->act_max);
 #if defined(NN2C_SIMD_DSP)
-    const int right = nn2c_dsp_all_right(p->shifts, C);
+    const int right = p->records ? 1 : nn2c_dsp_all_right(p->shifts, C); /* (records: arrays NULL) */
 #elif defined(NN2C_SIMD_MVE)
     const int right = nn2c_mve_no_left_shift(p->shifts, C);
 #else

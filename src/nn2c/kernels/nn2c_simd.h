@@ -75,6 +75,11 @@ typedef struct {
     int32_t output_offset;
     int32_t act_min, act_max;
     int32_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
+    /* DSP, channels a multiple of 4, int8's whole activation range, every shift in [-24, -2]: the output
+     * stage as records instead of the four arrays above (NULL then), per group of 4 channels 16 words:
+     * the 4 biases, then per channel its multiplier, its rounding's high word with the output offset
+     * folded in, 2^(r - 2) + offset 2^(r - 1), and r - 1 (r = -shift; nn2c_dw_record_requant); else NULL */
+    const int32_t *records;
 } nn2c_dw_simd_params_t;
 
 #define NN2C_DW_SIMD_MAX_TAPS 64

@@ -518,11 +518,20 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
-    idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
-              for k, v in per_channel.items()}
+    if lanes == 4 and geom.out_c % 4 == 0 and (act_min, act_max) == (-128, 127) and bool(
+            np.all((shifts >= DW_RECORD_SHIFTS[0]) & (shifts <= DW_RECORD_SHIFTS[1]))):
+        idents = {k: "NULL" for k in per_channel}
+        records = ctx.const_array(dw_records(per_channel["bias"], mantissas, shifts, zero_point(out)), "int32_t",
+                                  "depthwise output stage per group of 4 channels: 4 biases, then per channel "
+                                  "multiplier, rounding high word with the output offset, shift")
+    else:
+        idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
+                  for k, v in per_channel.items()}
+        records = "NULL"
     params = ctx.params_struct("nn2c_dw_simd_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
+        "records": records,
     })
     scratch = ctx.scratch(geom.in_c)
     if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word)
@@ -536,6 +545,24 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         packed = ctx.const_array(np.concatenate(parts), "int8_t", "depthwise filter, groups of 16 (then 8) channels")
     filter_arg = f"(const int8_t *){packed}" if lanes == 4 else packed
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
+
+
+# Shifts of a depthwise layer whose output stage fits records (nn2c_dw_simd_params_t.records): r = -shift >= 2
+# makes the rounding's low word 2^30, r <= 24 keeps the offset-folded high word and the 64-bit sum in range.
+DW_RECORD_SHIFTS = (-24, -2)
+
+
+def dw_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
+    """Per group of 4 channels 16 int32 words: the 4 folded biases, then per channel its multiplier, the
+    high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant (nn2c_mbqm_rounded's 2^30 +
+    2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in DW_RECORD_SHIFTS' range."""
+    channels = multipliers.size
+    r = -shifts.astype(np.int64)
+    stage = np.stack([multipliers.astype(np.int64),
+                      np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
+                      r - 1], axis=1).reshape(-1, 12)
+    groups = np.concatenate([np.asarray(bias[:channels], dtype=np.int64).reshape(-1, 4), stage], axis=1)
+    return groups.reshape(-1).astype(np.int32)
 
 
 def pack_dw_filter(taps_by_channel: np.ndarray, lanes: int) -> np.ndarray:
