@@ -157,6 +157,11 @@ CONV_CASES = [
     # shifts of both signs: the Helium matrix product's requantisation with its left shift (nn2c_gemm_s8_t.right
     # 0; every other case here has none positive, right 1)
     Case((1, 5, 4, 20), 13, kernel=(1, 1), gain=1000.0, input_zp=-5, output_zp=3),
+    # depth below 16 (Helium: nn2c_gemm_rows2_short, its sums stored for 64 channels at a time): 70 channels
+    # (two passes, the last group partial), a 3x3 filter on one channel, left shifts
+    Case((1, 6, 5, 8), 70, kernel=(1, 1), activation="RELU6", input_zp=-6, output_zp=-128),
+    Case((1, 7, 6, 1), 6, kernel=(3, 3), input_zp=2, output_zp=-4),
+    Case((1, 3, 5, 12), 9, kernel=(1, 1), gain=500.0, input_zp=3, output_zp=-2),
 ]
 
 DEPTHWISE_CASES = [

@@ -880,9 +880,117 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
 
 /* both instances in the one function its callers call (two called functions cost kws's pointwise layers
  * about 2,000 instructions more each, 125,347 against 123,361, in saved registers; measured in QEMU) */
+/* Channels whose sums wait on the stack in nn2c_gemm_rows2_short (2 x 64 int32). */
+#define NN2C_MVE_SHORT_CHUNK 64
+
+/* nn2c_gemm_rows2_mve for a depth below 16 (one predicated block: the input vectors the same for every
+ * channel), in two passes over up to NN2C_MVE_SHORT_CHUNK channels: the sums (4 filter vectors, 8
+ * VMLADAV and 2 STM per 4 channels in assembly, the sums pinned to even registers), then the output
+ * stage of 4 channels x 2 rows a step from them. tinyengine/vww's layers of depth 8 and 14 took 962,640
+ * instructions in the one pass of nn2c_gemm_rows2_mve (about 80 per 4 channels x 2 rows: the output
+ * stage's pointers and limits reloaded from the stack around the sums' registers, the inputs reloaded
+ * per group), 794,400 here (QEMU). Not inlined: its own registers and stack (512 B of sums), not the
+ * deep layers' function's. */
+/* A layer's output stage in locals (int8 stores could alias the parameter struct). */
+typedef struct {
+    const int32_t *bias, *multipliers, *shifts;
+    int32x4_t offset, lo, hi;
+} nn2c_mve_stage_t;
+
+/* The output stage of channels [c, end) of two rows from their sums (row 0's at sums, row 1's
+ * NN2C_MVE_SHORT_CHUNK further): nn2c_mve_requant's arithmetic, its per-channel constants shared by
+ * both rows; right (a constant of the caller's instance): no shift is positive. */
+NN2C_INLINE void nn2c_mve_rows2_out(const int32_t *sums, int32_t c, int32_t end, const nn2c_mve_stage_t *stage,
+                                    int8_t *o0, int8_t *o1, int right) {
+    const int32_t *bias = stage->bias + c, *mp = stage->multipliers + c, *sp = stage->shifts + c;
+    const int32x4_t offset = stage->offset, lo = stage->lo, hi = stage->hi;
+    o0 += c;
+    o1 += c;
+    for (const int32_t *s = sums; c < end; c += 4, s += 4, bias += 4, mp += 4, sp += 4, o0 += 4, o1 += 4) {
+        const int32x4_t b = vldrwq_s32(bias), mult = vldrwq_s32(mp), shift = vldrwq_s32(sp);
+        int32x4_t r0 = vaddq_s32(vldrwq_s32(s), b), r1 = vaddq_s32(vldrwq_s32(s + NN2C_MVE_SHORT_CHUNK), b);
+        if (!right) {
+            const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+            r0 = vshlq_s32(r0, left);
+            r1 = vshlq_s32(r1, left);
+        }
+        const int32x4_t down = right ? shift : vminq_s32(shift, vdupq_n_s32(0));
+        r0 = vqrdmulhq_s32(r0, mult);
+        r1 = vqrdmulhq_s32(r1, mult);
+        r0 = vrshlq_s32(vqaddq_s32(r0, vshrq_n_s32(vandq_s32(r0, down), 31)), down);
+        r1 = vrshlq_s32(vqaddq_s32(r1, vshrq_n_s32(vandq_s32(r1, down), 31)), down);
+        r0 = vminq_s32(vmaxq_s32(vaddq_s32(r0, offset), lo), hi);
+        r1 = vminq_s32(vmaxq_s32(vaddq_s32(r1, offset), lo), hi);
+        if (end - c >= 4) {
+            vstrbq_s32(o0, r0);
+            vstrbq_s32(o1, r1);
+        } else {
+            const mve_pred16_t store = vctp32q((uint32_t)(end - c));
+            vstrbq_p_s32(o0, r0, store);
+            vstrbq_p_s32(o1, r1, store);
+        }
+    }
+}
+
+__attribute__((noinline)) static void nn2c_gemm_rows2_short(const nn2c_gemm_s8_t *m, const int8_t *a0,
+                                                            const int8_t *a1, const int8_t *w, int8_t *o0,
+                                                            int8_t *o1) {
+    const mve_pred16_t live = vctp8q((uint32_t)m->depth);
+    const int8x16_t v0 = vldrbq_z_s8(a0, live), v1 = vldrbq_z_s8(a1, live);
+    const int32_t out_c = m->out_c, right = m->right;
+    const nn2c_mve_stage_t stage = {m->bias, m->multipliers, m->shifts, vdupq_n_s32(m->output_offset),
+                                    vdupq_n_s32(m->act_min), vdupq_n_s32(m->act_max)};
+    int32_t sums[2 * NN2C_MVE_SHORT_CHUNK] NN2C_ALIGNED(16); /* row 0's, then row 1's */
+    for (int32_t start = 0; start < out_c; start += NN2C_MVE_SHORT_CHUNK) {
+        const int32_t end = out_c - start < NN2C_MVE_SHORT_CHUNK ? out_c : start + NN2C_MVE_SHORT_CHUNK;
+        int32_t groups = (end - start + 3) >> 2; /* >= 1 */
+#if defined(NN2C_INLINE_ASM)
+        register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
+        register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
+        int32_t *p0 = sums, *p1 = sums + NN2C_MVE_SHORT_CHUNK;
+        int8x16_t b;
+        __asm__ volatile("1:\n\t"
+                         "vldrb.8    %q[b], [%[w]], #16\n\t"
+                         "vmladav.s8 %[s00], %q[v0], %q[b]\n\t"
+                         "vmladav.s8 %[s10], %q[v1], %q[b]\n\t"
+                         "vldrb.8    %q[b], [%[w]], #16\n\t"
+                         "vmladav.s8 %[s01], %q[v0], %q[b]\n\t"
+                         "vmladav.s8 %[s11], %q[v1], %q[b]\n\t"
+                         "vldrb.8    %q[b], [%[w]], #16\n\t"
+                         "vmladav.s8 %[s02], %q[v0], %q[b]\n\t"
+                         "vmladav.s8 %[s12], %q[v1], %q[b]\n\t"
+                         "vldrb.8    %q[b], [%[w]], #16\n\t"
+                         "vmladav.s8 %[s03], %q[v0], %q[b]\n\t"
+                         "vmladav.s8 %[s13], %q[v1], %q[b]\n\t"
+                         "stm        %[p0]!, {%[s00], %[s01], %[s02], %[s03]}\n\t"
+                         "stm        %[p1]!, {%[s10], %[s11], %[s12], %[s13]}\n\t"
+                         "subs       %[n], %[n], #1\n\t"
+                         "bne        1b\n\t"
+                         : [s00] "=&r"(s00), [s01] "=&r"(s01), [s02] "=&r"(s02), [s03] "=&r"(s03),
+                           [s10] "=&r"(s10), [s11] "=&r"(s11), [s12] "=&r"(s12), [s13] "=&r"(s13), [w] "+r"(w),
+                           [p0] "+r"(p0), [p1] "+r"(p1), [n] "+r"(groups), [b] "=&w"(b)
+                         : [v0] "w"(v0), [v1] "w"(v1)
+                         : "cc", "memory");
+#else
+        for (int32_t k = 0; k < 4 * groups; ++k, w += 16) {
+            const int8x16_t b = vldrbq_s8(w);
+            sums[k] = vmladavq_s8(v0, b);
+            sums[NN2C_MVE_SHORT_CHUNK + k] = vmladavq_s8(v1, b);
+        }
+#endif
+        if (right) {
+            nn2c_mve_rows2_out(sums, start, end, &stage, o0, o1, 1);
+        } else {
+            nn2c_mve_rows2_out(sums, start, end, &stage, o0, o1, 0);
+        }
+    }
+}
+
 static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
                             int8_t *o0, int8_t *o1) {
-    if (m->right) {
+    if (m->depth < 16) {
+        nn2c_gemm_rows2_short(m, a0, a1, w, o0, o1);
+    } else if (m->right) {
         nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 1);
     } else {
         nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 0);
