@@ -379,10 +379,13 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert {"nn2c_conv_s8_simd", "nn2c_dw_s8_simd"} <= calls, calls
     source = compile_model(path, CompileOptions(target=target)).files["model.c"]
     assert ".right = 0" in source and ".right = 1" in source  # both requantisations of the matrix product
-    # the depthwise output stage from records (DSP: whole groups of 4, int8's range, shifts in [-24, -2])
-    # and from the arrays
+    # the output stages from records (DSP: whole groups of 4 depthwise / 2 convolution channels, int8's
+    # range, shifts in [-24, -2]) and from the arrays
     records = re.findall(r"\.records = (\w+)", source)
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
+    weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
+    kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
+    assert kinds == ([0, 0] if target == "cortex-m55" else [4, 4]), kinds
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

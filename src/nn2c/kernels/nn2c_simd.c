@@ -161,6 +161,17 @@ NN2C_INLINE nn2c_simd_out_t nn2c_simd_out(const int32_t *multipliers, const int3
     return o;
 }
 
+/* One output from an output-stage record (nn2c_gemm_s8_t.records, nn2c_dw_simd_params_t.records; r:
+ * the channel's multiplier, high word, r - 1): nn2c_mbqm_rounded's 64-bit sum with the output offset in
+ * its high word, (x m + 2^30 + h 2^32 - [x < 0] 2^31) >> (32 + r - 1), saturated to int8. Adding offset 2^(31 + r) before
+ * the floor adds exactly the offset after it, and |x m| < 2^62, |h 2^32| <= 2^62 (r <= 24) cannot
+ * overflow. */
+NN2C_INLINE int32_t nn2c_record_requant(int32_t acc, const int32_t *r) {
+    const int64_t rounding = (int64_t)r[1] * 4294967296LL + (1LL << 30) - (acc < 0 ? (1LL << 31) : 0);
+    const int32_t y = (int32_t)(((int64_t)acc * r[0] + rounding) >> 32) >> r[2];
+    return y < -128 ? -128 : (y > 127 ? 127 : y);
+}
+
 #define NN2C_GEMM_OUT(m) \
     nn2c_simd_out((m)->multipliers, (m)->shifts, (m)->rounding, (m)->output_offset, (m)->act_min, (m)->act_max)
 
@@ -349,11 +360,13 @@ static void nn2c_gemm_rows(const nn2c_gemm_s8_t *m, const int8_t *lhs, int32_t r
         const int8_t *x = lhs + r * lhs_stride;
         for (int32_t c = 0; c < m->out_c; ++c) {
             const int8_t *wg = w + (c / G) * G * m->depth_padded + (c % G) * KB;
-            uint32_t acc = (uint32_t)m->bias[c];
+            const int32_t *record = m->records ? m->records + 8 * (c / 2) : NULL; /* (G = 2) */
+            uint32_t acc = (uint32_t)(record ? record[c % 2] : m->bias[c]);
             for (int32_t k = 0; k < m->depth; ++k) {
                 acc += (uint32_t)((int32_t)x[k] * (int32_t)wg[(k / KB) * G * KB + k % KB]);
             }
-            out[r * out_stride + c] = (int8_t)nn2c_simd_requant(&o, (int32_t)acc, c);
+            out[r * out_stride + c] = (int8_t)(record ? nn2c_record_requant((int32_t)acc, record + 2 + 3 * (c % 2))
+                                                      : nn2c_simd_requant(&o, (int32_t)acc, c));
         }
     }
 }
@@ -655,11 +668,64 @@ NN2C_INLINE void nn2c_dsp_requant2x2_right(int32_t s0, int32_t s1, int32_t s2, i
  * range is int8's: the requantisation in assembly and one halfword stored per pixel, so that fewer
  * values live across the dot product's assembly (GCC 12 reloaded some 26 spilled values per channel
  * pair from the stack around it). Returns the channels done. */
+/* Two channels of a pixel pair from their records (nn2c_record_requant; *rec at the group's first
+ * multiplier, advanced past the group): each pixel's two bytes packed into one halfword as
+ * nn2c_dsp_requant2x2_right, 13 instructions a channel against 17. */
+NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t **rec, int32_t *y0,
+                                    int32_t *y1) {
+    const int32_t *r = *rec;
+#if defined(NN2C_INLINE_ASM)
+    /* a channel's three words in one LDM: its registers in ascending order */
+    register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
+    int32_t lo, hi;
+#define NN2C_DSP_RECORD_SUM(S) \
+    "and    %[lo], %[" S "], #0x80000000\n\t" \
+    "add    %[hi], %[h], %[" S "], asr #31\n\t" \
+    "orr    %[lo], %[lo], #0x40000000\n\t" \
+    "smlal  %[lo], %[hi], %[" S "], %[m]\n\t" \
+    "asr    %[hi], %[hi], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[hi]\n\t"
+    __asm__ volatile("ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_SUM("s0") NN2C_DSP_RECORD_SUM("s2")
+                     "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_SUM("s1") NN2C_DSP_RECORD_SUM("s3")
+                     "bfi    %[s0], %[s1], #8, #8\n\t"
+                     "bfi    %[s2], %[s3], #8, #8\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [m] "=&r"(m),
+                       [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
+                     :
+                     : "memory");
+#undef NN2C_DSP_RECORD_SUM
+    *y0 = s0;
+    *y1 = s2;
+#else
+    const int32_t a = nn2c_record_requant(s0, r), b = nn2c_record_requant(s1, r + 3);
+    const int32_t c = nn2c_record_requant(s2, r), d = nn2c_record_requant(s3, r + 3);
+    *y0 = (int32_t)(((uint32_t)a & 0xFFu) | ((uint32_t)b & 0xFFu) << 8);
+    *y1 = (int32_t)(((uint32_t)c & 0xFFu) | ((uint32_t)d & 0xFFu) << 8);
+    r += 6;
+#endif
+    *rec = r;
+}
+
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
                                       const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const nn2c_simd_word_t *wp = *w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
+    if (m->records) { /* (an even channel count: the codegen's test) */
+        const int32_t *rec = m->records;
+        for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2) {
+            int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
+            rec += 2;
+            nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
+            int32_t y0, y1;
+            nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
+            const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
+            memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
+            memcpy(o1, &h1, 2);
+        }
+        *w = wp;
+        return m->out_c;
+    }
     const int32_t *bias = m->bias, *mp = m->multipliers, *sp_ = m->shifts;
     const int64_t *rp = m->rounding;
     const int32_t off = m->output_offset, end = m->out_c & ~1;
@@ -722,12 +788,19 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
     const int narrow = o.lo > -128 || o.hi < 127;
+    const int32_t *record = m->records; /* (when not NULL: an even channel count, int8's range) */
     for (int32_t c = 0; c < m->out_c; c += 2) {
-        int32_t s0 = m->bias[c], s1 = m->bias[c + 1];
+        int32_t s0 = record ? record[0] : m->bias[c], s1 = record ? record[1] : m->bias[c + 1];
         for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
             const int32_t xe = pair[k], xo = pair[k + 1], w0 = wp[0], w1 = wp[1];
             s0 = __smlad(xo, nn2c_sxtb16_ror8(w0), __smlad(xe, __sxtb16(w0), s0));
             s1 = __smlad(xo, nn2c_sxtb16_ror8(w1), __smlad(xe, __sxtb16(w1), s1));
+        }
+        if (record) {
+            o0[c] = (int8_t)nn2c_record_requant(s0, record + 2);
+            o0[c + 1] = (int8_t)nn2c_record_requant(s1, record + 5);
+            record += 8;
+            continue;
         }
         int32_t y0 = nn2c_dsp_requant1(&o, c, s0), y1 = nn2c_dsp_requant1(&o, c + 1, s1);
         if (narrow) {
@@ -1566,7 +1639,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const int32_t pad = nn2c_simd_splat(p->pad_value);
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
     const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
-    const int right = nn2c_dsp_all_right(m->shifts, m->out_c);
+    const int right = m->records ? 1 : nn2c_dsp_all_right(m->shifts, m->out_c); /* (records: arrays NULL) */
     int8_t *pending = NULL;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
@@ -1695,17 +1768,6 @@ typedef struct {
     int32_t col, row;
 } nn2c_dw_window_t;
 
-/* One output of a depthwise layer with records (nn2c_dw_simd_params_t.records; r: the channel's
- * multiplier, high word, r - 1): nn2c_mbqm_rounded's 64-bit sum with the output offset in its high word,
- * (x m + 2^30 + h 2^32 - [x < 0] 2^31) >> (32 + r - 1), saturated to int8. Adding offset 2^(31 + r) before
- * the floor adds exactly the offset after it, and |x m| < 2^62, |h 2^32| <= 2^62 (r <= 24) cannot
- * overflow. */
-NN2C_INLINE int32_t nn2c_dw_record_requant(int32_t acc, const int32_t *r) {
-    const int64_t rounding = (int64_t)r[1] * 4294967296LL + (1LL << 30) - (acc < 0 ? (1LL << 31) : 0);
-    const int32_t y = (int32_t)(((int64_t)acc * r[0] + rounding) >> 32) >> r[2];
-    return y < -128 ? -128 : (y > 127 ? 127 : y);
-}
-
 /* The input pixel of a tap: byte offsets from the pixel at the window's top-left corner (which may
  * lie outside the image: it is kept as an integer), padding taps lead to the zero-point row. */
 NN2C_INLINE const int8_t *nn2c_dw_tap(uintptr_t base, intptr_t offset) {
@@ -1816,7 +1878,7 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
     s[3] = s3;
 }
 
-/* The output stage of four channels from their records (nn2c_dw_record_requant), packed into one
+/* The output stage of four channels from their records (nn2c_record_requant), packed into one
  * word at *y: 8 instructions a channel, the rounding's low word built from the sum's sign, its high word
  * loaded with the output offset in it. With the four arrays (nn2c_dsp_requant4_right) and their
  * pointers, which GCC kept on the stack around the taps' 12 registers, a group of 4 channels spent
@@ -1851,7 +1913,7 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
 #else
     const int32_t s[4] = {s0, s1, s2, s3};
     for (int32_t k = 0; k < 4; ++k, r += 3) {
-        *q++ = (int8_t)nn2c_dw_record_requant(s[k], r);
+        *q++ = (int8_t)nn2c_record_requant(s[k], r);
     }
 #endif
     *rec = r;
@@ -2353,7 +2415,7 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             }
             acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c] * w);
         }
-        out[c] = (int8_t)(record ? nn2c_dw_record_requant((int32_t)acc, record + 4 + 3 * (c % 4))
+        out[c] = (int8_t)(record ? nn2c_record_requant((int32_t)acc, record + 4 + 3 * (c % 4))
                                  : nn2c_simd_requant(o, (int32_t)acc, at));
     }
 }

@@ -43,6 +43,11 @@ typedef struct {
     int32_t output_offset;
     int32_t act_min, act_max;
     int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift) */
+    /* Arm DSP convolutions with an even channel count, int8's whole activation range and every shift in
+     * [-24, -2]: the output stage as records instead of bias / multipliers / shifts / rounding (NULL
+     * then), per group of 2 channels 8 words: the 2 biases, then per channel its multiplier, its
+     * rounding's high word with the output offset folded in and r - 1 (nn2c_record_requant); else NULL */
+    const int32_t *records;
 } nn2c_gemm_s8_t;
 
 /* FULLY_CONNECTED: batches rows of depth int8 values. */
@@ -78,7 +83,7 @@ typedef struct {
     /* DSP, channels a multiple of 4, int8's whole activation range, every shift in [-24, -2]: the output
      * stage as records instead of the four arrays above (NULL then), per group of 4 channels 16 words:
      * the 4 biases, then per channel its multiplier, its rounding's high word with the output offset
-     * folded in, 2^(r - 2) + offset 2^(r - 1), and r - 1 (r = -shift; nn2c_dw_record_requant); else NULL */
+     * folded in, 2^(r - 2) + offset 2^(r - 1), and r - 1 (r = -shift; nn2c_record_requant); else NULL */
     const int32_t *records;
 } nn2c_dw_simd_params_t;
 

@@ -256,23 +256,32 @@ def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str
 
 
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
-                output_offset: int, act_min: int, act_max: int) -> tuple[dict, str]:
-    """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product."""
+                output_offset: int, act_min: int, act_max: int, records: bool = False) -> tuple[dict, str]:
+    """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
+    stage as records where the kernel reads them (an Arm DSP convolution: nn2c_gemm_s8_t.records)."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
     out_c, depth = rows.shape
     bias_data = None if bias is None else np.asarray(bias.data)
-    bias_ident = ctx.const_array(folded_bias(bias_data, rows, input_offset, out_c), "int32_t",
-                                 "bias with the input offset folded in")
-    mult, shift, rounding = simd_multipliers(ctx, real)
+    folded = folded_bias(bias_data, rows, input_offset, out_c)
+    mantissas, shifts = quantize_multipliers(real)
     packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
-    fields = {
+    fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
-        "rows_per_group": group, "k_block": block, "bias": bias_ident, "multipliers": mult, "shifts": shift,
-        "rounding": rounding, "output_offset": output_offset, "act_min": act_min, "act_max": act_max,
-        "right": int(bool((quantize_multipliers(real)[1] <= 0).all())),
+        "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
+        "act_max": act_max, "right": int(bool((shifts <= 0).all())),
     }
+    if records and group == 2 and out_c % 2 == 0 and (act_min, act_max) == (-128, 127) and bool(
+            np.all((shifts >= DW_RECORD_SHIFTS[0]) & (shifts <= DW_RECORD_SHIFTS[1]))):
+        fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
+            output_records(folded, mantissas, shifts, output_offset, 2), "int32_t",
+            "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
+            "the output offset, shift"))
+    else:
+        mult, shift, rounding = simd_multipliers(ctx, real)
+        fields.update(bias=ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
+                      multipliers=mult, shifts=shift, rounding=rounding, records="NULL")
     return fields, packed
 
 
@@ -469,7 +478,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, -1)
     rows = np.ascontiguousarray(rows)
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
-    fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max)
+    fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
+                                 records=bool(ctx.target.conv_pair_int16))
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
         "g": geom.initializer(), "pad_value": zero_point(x),
@@ -521,7 +531,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     if lanes == 4 and geom.out_c % 4 == 0 and (act_min, act_max) == (-128, 127) and bool(
             np.all((shifts >= DW_RECORD_SHIFTS[0]) & (shifts <= DW_RECORD_SHIFTS[1]))):
         idents = {k: "NULL" for k in per_channel}
-        records = ctx.const_array(dw_records(per_channel["bias"], mantissas, shifts, zero_point(out)), "int32_t",
+        records = ctx.const_array(output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4), "int32_t",
                                   "depthwise output stage per group of 4 channels: 4 biases, then per channel "
                                   "multiplier, rounding high word with the output offset, shift")
     else:
@@ -552,16 +562,18 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
 DW_RECORD_SHIFTS = (-24, -2)
 
 
-def dw_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
-    """Per group of 4 channels 16 int32 words: the 4 folded biases, then per channel its multiplier, the
-    high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant (nn2c_mbqm_rounded's 2^30 +
-    2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in DW_RECORD_SHIFTS' range."""
+def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
+                   group: int) -> np.ndarray:
+    """Per group of `group` channels (4: depthwise, 2: matrix product) 4 x group int32 words: the folded biases,
+    then per channel its multiplier, the high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant
+    (nn2c_mbqm_rounded's 2^30 + 2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in
+    DW_RECORD_SHIFTS' range (nn2c_record_requant)."""
     channels = multipliers.size
     r = -shifts.astype(np.int64)
     stage = np.stack([multipliers.astype(np.int64),
                       np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
-                      r - 1], axis=1).reshape(-1, 12)
-    groups = np.concatenate([np.asarray(bias[:channels], dtype=np.int64).reshape(-1, 4), stage], axis=1)
+                      r - 1], axis=1).reshape(-1, 3 * group)
+    groups = np.concatenate([np.asarray(bias[:channels], dtype=np.int64).reshape(-1, group), stage], axis=1)
     return groups.reshape(-1).astype(np.int32)
 
 
