@@ -1061,9 +1061,7 @@ __attribute__((noinline)) static void nn2c_gemm_rows2_short(const nn2c_gemm_s8_t
 
 static void nn2c_gemm_rows2(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *a1, const int8_t *w,
                             int8_t *o0, int8_t *o1) {
-    if (m->depth < 16) {
-        nn2c_gemm_rows2_short(m, a0, a1, w, o0, o1);
-    } else if (m->right) {
+    if (m->right) {
         nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 1);
     } else {
         nn2c_gemm_rows2_mve(m, a0, a1, w, o0, o1, 0);
@@ -1111,14 +1109,30 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
 }
 #endif
 
+/* The two-row matrix product a layer calls (chosen once per call of its kernel: a test inside
+ * nn2c_gemm_rows2 cost kws's pointwise layers on Cortex-M55 some 25 instructions a call in saved
+ * registers). */
+typedef void (*nn2c_gemm_rows2_fn)(const nn2c_gemm_s8_t *, const int8_t *, const int8_t *, const int8_t *, int8_t *,
+                                   int8_t *);
+
+NN2C_INLINE nn2c_gemm_rows2_fn nn2c_gemm_rows2_for(const nn2c_gemm_s8_t *m) {
+#if defined(NN2C_SIMD_MVE)
+    if (m->depth < 16) return nn2c_gemm_rows2_short;
+#else
+    (void)m;
+#endif
+    return nn2c_gemm_rows2;
+}
+
 /* --- FULLY_CONNECTED ----------------------------------------------------------------------------- */
 
 void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
                      int8_t *output) {
     const nn2c_gemm_s8_t *m = &p->m;
+    const nn2c_gemm_rows2_fn rows2 = nn2c_gemm_rows2_for(m);
     int32_t b = 0;
     for (; b + 2 <= p->batches; b += 2) {
-        nn2c_gemm_rows2(m, input + b * m->depth, input + (b + 1) * m->depth, packed_filter, output + b * m->out_c,
+        rows2(m, input + b * m->depth, input + (b + 1) * m->depth, packed_filter, output + b * m->out_c,
                         output + (b + 1) * m->out_c);
     }
     if (b < p->batches) {
@@ -1686,6 +1700,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const int32_t pixels = g->batches * g->out_h * g->out_w;
     const uintptr_t in_lo = (uintptr_t)input, in_hi = in_lo + (uintptr_t)(pixels * g->in_c);
     const uintptr_t out_lo = (uintptr_t)output, out_hi = out_lo + (uintptr_t)(pixels * g->out_c);
+    const nn2c_gemm_rows2_fn rows2 = nn2c_gemm_rows2_for(m);
     if (p->pointwise) {
         /* 1x1, stride 1, no padding: the pixels are the rows themselves. In place (memory/inplace.py:
          * output pixel q ends at or below input pixel q's start), the second pixel's output may still
@@ -1697,7 +1712,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
             if (!apart) {
                 nn2c_simd_copy(rows[0], x, g->in_c);
             }
-            nn2c_gemm_rows2(m, apart ? x : rows[0], x + g->in_c, packed_filter,
+            rows2(m, apart ? x : rows[0], x + g->in_c, packed_filter,
                             nn2c_conv_out(output, sink, q, g->out_c), nn2c_conv_out(output, sink, q + 1, g->out_c));
             nn2c_conv_feed(sink, q + 2, pixels, g->out_c);
         }
@@ -1730,7 +1745,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
                     nn2c_simd_im2col(g, pad, in_b, oy, ox, rows[pending != NULL]);
                 }
                 if (pending) {
-                    nn2c_gemm_rows2(m, rows[0], rows[1], packed_filter, pending, out);
+                    rows2(m, rows[0], rows[1], packed_filter, pending, out);
                     nn2c_conv_feed(sink, q + 1, pixels, g->out_c);
                     pending = NULL;
                 } else {
