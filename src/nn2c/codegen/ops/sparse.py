@@ -39,6 +39,12 @@ SAFETY = 0.85
 # (nn2c_fc_s8_rows, the model's int8 rows) measured 8-9% slower than that one (docs/BENCHMARKS.md,
 # --optimize: ad01 and lenet-300-100 on the M4): the packed layout where predicted no slower than it
 SIZE_SAFETY = 1.08
+# The margin for filters shallower than SHALLOW_DEPTH, whose layers' cost is the per-pixel part the fitted models
+# predict worst. Measured on the Cortex-M4 (bench/sparse.py, vww_96_int8 pruned 75% and 90%): the shallow layers
+# predicted at most 0.64x dense ran 0.49-0.61x, a 1x1 convolution of depth 1 and 2 channels on 144 pixels was
+# predicted 0.77x (19,163 against 23,916, dense measured 17,907) and ran 1.07x.
+SHALLOW_DEPTH = 4
+SHALLOW_SAFETY = 0.7
 # what the instruction models of nn2c.target weigh: the kernel's work (dense: MACs; sparse: stored entries x
 # input rows), then outputs, input elements, input rows and one call
 SPARSE_COST_FEATURES = ("work", "outputs", "inputs", "rows", "call")
@@ -204,7 +210,8 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int) 
 def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: bool = False) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
-    predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower).
+    predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower;
+    SHALLOW_SAFETY for filters shallower than SHALLOW_DEPTH).
     packable (a layer run one row at a time): with --optimize size the packed layout (half the positions'
     flash) where it is smaller than the dense filter and, with the target's measured cost of its steps
     (Target.sparse_packed_extra), predicted no slower than the dense kernel of that level (SIZE_SAFETY);
@@ -224,7 +231,8 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     out_c, depth = rows.shape
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
     predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows))
-    chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= SAFETY * predicted[0]
+    margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
+    chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]
     return sparse_layout(rows) if chosen else None
 
 
