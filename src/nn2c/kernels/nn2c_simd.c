@@ -668,6 +668,17 @@ NN2C_INLINE void nn2c_dsp_requant2x2_right(int32_t s0, int32_t s1, int32_t s2, i
  * range is int8's: the requantisation in assembly and one halfword stored per pixel, so that fewer
  * values live across the dot product's assembly (GCC 12 reloaded some 26 spilled values per channel
  * pair from the stack around it). Returns the channels done. */
+/* The output of sum S from a channel's record loaded into m (multiplier), h (rounding high word with the
+ * output offset) and sh (shift): nn2c_record_requant in 6 instructions, the high word built in HI (h itself
+ * where the channel has one sum, another register where h serves a second one), SSAT to int8 in S. */
+#define NN2C_DSP_RECORD_OUT(S, HI) \
+    "and    %[lo], %[" S "], #0x80000000\n\t" \
+    "add    %[" HI "], %[h], %[" S "], asr #31\n\t" \
+    "orr    %[lo], %[lo], #0x40000000\n\t" \
+    "smlal  %[lo], %[" HI "], %[" S "], %[m]\n\t" \
+    "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[" HI "]\n\t"
+
 /* Two channels of a pixel pair from their records (nn2c_record_requant; *rec at the group's first
  * multiplier, advanced past the group): each pixel's two bytes packed into one halfword as
  * nn2c_dsp_requant2x2_right, 13 instructions a channel against 17. */
@@ -678,22 +689,16 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
     /* a channel's three words in one LDM: its registers in ascending order */
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
     int32_t lo, hi;
-#define NN2C_DSP_RECORD_SUM(S) \
-    "and    %[lo], %[" S "], #0x80000000\n\t" \
-    "add    %[hi], %[h], %[" S "], asr #31\n\t" \
-    "orr    %[lo], %[lo], #0x40000000\n\t" \
-    "smlal  %[lo], %[hi], %[" S "], %[m]\n\t" \
-    "asr    %[hi], %[hi], %[sh]\n\t" \
-    "ssat   %[" S "], #8, %[hi]\n\t"
-    __asm__ volatile("ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_SUM("s0") NN2C_DSP_RECORD_SUM("s2")
-                     "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_SUM("s1") NN2C_DSP_RECORD_SUM("s3")
+    __asm__ volatile("ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
+                     NN2C_DSP_RECORD_OUT("s0", "hi") NN2C_DSP_RECORD_OUT("s2", "hi")
+                     "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
+                     NN2C_DSP_RECORD_OUT("s1", "hi") NN2C_DSP_RECORD_OUT("s3", "hi")
                      "bfi    %[s0], %[s1], #8, #8\n\t"
                      "bfi    %[s2], %[s3], #8, #8\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [m] "=&r"(m),
                        [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
                      :
                      : "memory");
-#undef NN2C_DSP_RECORD_SUM
     *y0 = s0;
     *y1 = s2;
 #else
@@ -826,6 +831,34 @@ NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d)
     return v;
 }
 
+/* The output stage of 4 channels of two rows (r0, r1: their sums, bias not yet added): nn2c_mve_requant's
+ * arithmetic with the per-channel constants loaded once for both rows; right (a constant of the caller's
+ * instance): no shift is positive, no left shift. */
+NN2C_INLINE void nn2c_mve_requant_rows(int32x4_t *r0, int32x4_t *r1, int32x4_t bias, int32x4_t mult, int32x4_t shift,
+                                       int32x4_t offset, int32x4_t lo, int32x4_t hi, int right) {
+    int32x4_t a = vaddq_s32(*r0, bias), b = vaddq_s32(*r1, bias);
+    if (!right) {
+        const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+        a = vshlq_s32(a, left);
+        b = vshlq_s32(b, left);
+    }
+    const int32x4_t down = right ? shift : vminq_s32(shift, vdupq_n_s32(0));
+    a = vqrdmulhq_s32(a, mult);
+    b = vqrdmulhq_s32(b, mult);
+    a = vrshlq_s32(vqaddq_s32(a, vshrq_n_s32(vandq_s32(a, down), 31)), down);
+    b = vrshlq_s32(vqaddq_s32(b, vshrq_n_s32(vandq_s32(b, down), 31)), down);
+    *r0 = vminq_s32(vmaxq_s32(vaddq_s32(a, offset), lo), hi);
+    *r1 = vminq_s32(vmaxq_s32(vaddq_s32(b, offset), lo), hi);
+}
+
+/* One input block (v0, v1: the two rows) against the next 4 filter vectors at w: the 8 sums of 4 channels x
+ * 2 rows by OP (VMLADAV sets them, VMLADAVA adds to them); operands named as in nn2c_gemm_rows2_mve. */
+#define NN2C_MVE_DOT4(OP) \
+    "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s00], %q[v0], %q[b]\n\t" OP " %[s10], %q[v1], %q[b]\n\t" \
+    "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s01], %q[v0], %q[b]\n\t" OP " %[s11], %q[v1], %q[b]\n\t" \
+    "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s02], %q[v0], %q[b]\n\t" OP " %[s12], %q[v1], %q[b]\n\t" \
+    "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s03], %q[v0], %q[b]\n\t" OP " %[s13], %q[v1], %q[b]\n\t"
+
 /* G = 4, KB = 16. Two rows x four channels per step: 6 vector loads, 8 VMLADAVA (128 MACs);
  * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded.
  * The full blocks run in assembly: VMLADAVA accumulates into even registers only, and GCC 12
@@ -837,7 +870,7 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
     const int32_t blocks = m->depth >> 4, tail = m->depth & 15;
     const int32_t out_c = m->out_c;
     const int32x4_t offset = vdupq_n_s32(m->output_offset);
-    const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max), zero = vdupq_n_s32(0);
+    const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max);
     const mve_pred16_t tail_pred = vctp8q((uint32_t)tail);
     for (int32_t c = 0; c < out_c; c += 4) {
 #if defined(NN2C_INLINE_ASM)
@@ -851,35 +884,13 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
             __asm__ volatile(
                 "vldrb.8 %q[v0], [%[x0]], #16\n\t"
                 "vldrb.8 %q[v1], [%[x1]], #16\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladav.s8 %[s00], %q[v0], %q[b]\n\t"
-                "vmladav.s8 %[s10], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladav.s8 %[s01], %q[v0], %q[b]\n\t"
-                "vmladav.s8 %[s11], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladav.s8 %[s02], %q[v0], %q[b]\n\t"
-                "vmladav.s8 %[s12], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladav.s8 %[s03], %q[v0], %q[b]\n\t"
-                "vmladav.s8 %[s13], %q[v1], %q[b]\n\t"
+                NN2C_MVE_DOT4("vmladav.s8")
                 "subs    %[n], %[n], #1\n\t"
                 "beq     2f\n"
                 "1:\n\t"
                 "vldrb.8 %q[v0], [%[x0]], #16\n\t"
                 "vldrb.8 %q[v1], [%[x1]], #16\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladava.s8 %[s00], %q[v0], %q[b]\n\t"
-                "vmladava.s8 %[s10], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladava.s8 %[s01], %q[v0], %q[b]\n\t"
-                "vmladava.s8 %[s11], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladava.s8 %[s02], %q[v0], %q[b]\n\t"
-                "vmladava.s8 %[s12], %q[v1], %q[b]\n\t"
-                "vldrb.8 %q[b], [%[w]], #16\n\t"
-                "vmladava.s8 %[s03], %q[v0], %q[b]\n\t"
-                "vmladava.s8 %[s13], %q[v1], %q[b]\n\t"
+                NN2C_MVE_DOT4("vmladava.s8")
                 "subs    %[n], %[n], #1\n\t"
                 "bne     1b\n"
                 "2:\n\t"
@@ -923,23 +934,8 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
             w += 64;
         }
         int32x4_t r0 = nn2c_mve_from4(s00, s01, s02, s03), r1 = nn2c_mve_from4(s10, s11, s12, s13);
-        /* the requantisation of nn2c_mve_requant, its per-channel constants shared by both rows */
-        const int32x4_t bias = vldrwq_s32(m->bias + c), mult = vldrwq_s32(m->multipliers + c);
-        const int32x4_t shift = vldrwq_s32(m->shifts + c);
-        r0 = vaddq_s32(r0, bias);
-        r1 = vaddq_s32(r1, bias);
-        if (!right) {
-            const int32x4_t left = vmaxq_s32(shift, zero);
-            r0 = vshlq_s32(r0, left);
-            r1 = vshlq_s32(r1, left);
-        }
-        const int32x4_t down = right ? shift : vminq_s32(shift, zero);
-        r0 = vqrdmulhq_s32(r0, mult);
-        r1 = vqrdmulhq_s32(r1, mult);
-        r0 = vrshlq_s32(vqaddq_s32(r0, vshrq_n_s32(vandq_s32(r0, down), 31)), down);
-        r1 = vrshlq_s32(vqaddq_s32(r1, vshrq_n_s32(vandq_s32(r1, down), 31)), down);
-        r0 = vminq_s32(vmaxq_s32(vaddq_s32(r0, offset), lo), hi);
-        r1 = vminq_s32(vmaxq_s32(vaddq_s32(r1, offset), lo), hi);
+        nn2c_mve_requant_rows(&r0, &r1, vldrwq_s32(m->bias + c), vldrwq_s32(m->multipliers + c),
+                              vldrwq_s32(m->shifts + c), offset, lo, hi, right);
         if (out_c - c >= 4) {
             vstrbq_s32(o0 + c, r0);
             vstrbq_s32(o1 + c, r1);
@@ -980,20 +976,8 @@ NN2C_INLINE void nn2c_mve_rows2_out(const int32_t *sums, int32_t c, int32_t end,
     o0 += c;
     o1 += c;
     for (const int32_t *s = sums; c < end; c += 4, s += 4, bias += 4, mp += 4, sp += 4, o0 += 4, o1 += 4) {
-        const int32x4_t b = vldrwq_s32(bias), mult = vldrwq_s32(mp), shift = vldrwq_s32(sp);
-        int32x4_t r0 = vaddq_s32(vldrwq_s32(s), b), r1 = vaddq_s32(vldrwq_s32(s + NN2C_MVE_SHORT_CHUNK), b);
-        if (!right) {
-            const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-            r0 = vshlq_s32(r0, left);
-            r1 = vshlq_s32(r1, left);
-        }
-        const int32x4_t down = right ? shift : vminq_s32(shift, vdupq_n_s32(0));
-        r0 = vqrdmulhq_s32(r0, mult);
-        r1 = vqrdmulhq_s32(r1, mult);
-        r0 = vrshlq_s32(vqaddq_s32(r0, vshrq_n_s32(vandq_s32(r0, down), 31)), down);
-        r1 = vrshlq_s32(vqaddq_s32(r1, vshrq_n_s32(vandq_s32(r1, down), 31)), down);
-        r0 = vminq_s32(vmaxq_s32(vaddq_s32(r0, offset), lo), hi);
-        r1 = vminq_s32(vmaxq_s32(vaddq_s32(r1, offset), lo), hi);
+        int32x4_t r0 = vldrwq_s32(s), r1 = vldrwq_s32(s + NN2C_MVE_SHORT_CHUNK);
+        nn2c_mve_requant_rows(&r0, &r1, vldrwq_s32(bias), vldrwq_s32(mp), vldrwq_s32(sp), offset, lo, hi, right);
         if (end - c >= 4) {
             vstrbq_s32(o0, r0);
             vstrbq_s32(o1, r1);
@@ -1023,18 +1007,7 @@ __attribute__((noinline)) static void nn2c_gemm_rows2_short(const nn2c_gemm_s8_t
         int32_t *p0 = sums, *p1 = sums + NN2C_MVE_SHORT_CHUNK;
         int8x16_t b;
         __asm__ volatile("1:\n\t"
-                         "vldrb.8    %q[b], [%[w]], #16\n\t"
-                         "vmladav.s8 %[s00], %q[v0], %q[b]\n\t"
-                         "vmladav.s8 %[s10], %q[v1], %q[b]\n\t"
-                         "vldrb.8    %q[b], [%[w]], #16\n\t"
-                         "vmladav.s8 %[s01], %q[v0], %q[b]\n\t"
-                         "vmladav.s8 %[s11], %q[v1], %q[b]\n\t"
-                         "vldrb.8    %q[b], [%[w]], #16\n\t"
-                         "vmladav.s8 %[s02], %q[v0], %q[b]\n\t"
-                         "vmladav.s8 %[s12], %q[v1], %q[b]\n\t"
-                         "vldrb.8    %q[b], [%[w]], #16\n\t"
-                         "vmladav.s8 %[s03], %q[v0], %q[b]\n\t"
-                         "vmladav.s8 %[s13], %q[v1], %q[b]\n\t"
+                         NN2C_MVE_DOT4("vmladav.s8")
                          "stm        %[p0]!, {%[s00], %[s01], %[s02], %[s03]}\n\t"
                          "stm        %[p1]!, {%[s10], %[s11], %[s12], %[s13]}\n\t"
                          "subs       %[n], %[n], #1\n\t"
@@ -1906,14 +1879,7 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     /* a channel's three words in one LDM: its registers in ascending order */
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
     int32_t lo;
-#define NN2C_DSP_RECORD_RQ(S) \
-    "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" \
-    "and    %[lo], %[" S "], #0x80000000\n\t" \
-    "add    %[h], %[h], %[" S "], asr #31\n\t" \
-    "orr    %[lo], %[lo], #0x40000000\n\t" \
-    "smlal  %[lo], %[h], %[" S "], %[m]\n\t" \
-    "asr    %[h], %[h], %[sh]\n\t" \
-    "ssat   %[" S "], #8, %[h]\n\t"
+#define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
     __asm__ volatile(NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1") NN2C_DSP_RECORD_RQ("s2")
                      NN2C_DSP_RECORD_RQ("s3")
                      "bfi    %[s0], %[s1], #8, #8\n\t"
