@@ -821,16 +821,6 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
 #endif
 
 #if defined(NN2C_SIMD_MVE)
-/* Four int32 lanes from four general registers: two VMOV (two lanes each). */
-NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d) {
-    int32x4_t v;
-    __asm__("vmov %q[v][2], %q[v][0], %[a], %[c]\n\t"
-            "vmov %q[v][3], %q[v][1], %[b], %[d]"
-            : [v] "=w"(v)
-            : [a] "r"(a), [b] "r"(b), [c] "r"(c), [d] "r"(d));
-    return v;
-}
-
 /* The output stage of 4 channels of two rows (r0, r1: their sums, bias not yet added): nn2c_mve_requant's
  * arithmetic with the per-channel constants loaded once for both rows; right (a constant of the caller's
  * instance): no shift is positive, no left shift. */
@@ -858,6 +848,18 @@ NN2C_INLINE void nn2c_mve_requant_rows(int32x4_t *r0, int32x4_t *r1, int32x4_t b
     "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s01], %q[v0], %q[b]\n\t" OP " %[s11], %q[v1], %q[b]\n\t" \
     "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s02], %q[v0], %q[b]\n\t" OP " %[s12], %q[v1], %q[b]\n\t" \
     "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s03], %q[v0], %q[b]\n\t" OP " %[s13], %q[v1], %q[b]\n\t"
+#endif
+
+#if defined(NN2C_SIMD_MVE)
+/* Four int32 lanes from four general registers: two VMOV (two lanes each). */
+NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d) {
+    int32x4_t v;
+    __asm__("vmov %q[v][2], %q[v][0], %[a], %[c]\n\t"
+            "vmov %q[v][3], %q[v][1], %[b], %[d]"
+            : [v] "=w"(v)
+            : [a] "r"(a), [b] "r"(b), [c] "r"(c), [d] "r"(d));
+    return v;
+}
 
 /* G = 4, KB = 16. Two rows x four channels per step: 6 vector loads, 8 VMLADAVA (128 MACs);
  * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded.
