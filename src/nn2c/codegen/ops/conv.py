@@ -272,8 +272,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
         "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
         "act_max": act_max, "right": int(bool((shifts <= 0).all())),
     }
-    if records and group == 2 and out_c % 2 == 0 and (act_min, act_max) == (-128, 127) and bool(
-            np.all((shifts >= DW_RECORD_SHIFTS[0]) & (shifts <= DW_RECORD_SHIFTS[1]))):
+    if records and group == 2 and takes_records(shifts, out_c, 2, act_min, act_max):
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
             output_records(folded, mantissas, shifts, output_offset, 2), "int32_t",
             "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
@@ -528,8 +527,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
-    if lanes == 4 and geom.out_c % 4 == 0 and (act_min, act_max) == (-128, 127) and bool(
-            np.all((shifts >= DW_RECORD_SHIFTS[0]) & (shifts <= DW_RECORD_SHIFTS[1]))):
+    if lanes == 4 and takes_records(shifts, geom.out_c, 4, act_min, act_max):
         idents = {k: "NULL" for k in per_channel}
         records = ctx.const_array(output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4), "int32_t",
                                   "depthwise output stage per group of 4 channels: 4 biases, then per channel "
@@ -557,9 +555,17 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
 
 
-# Shifts of a depthwise layer whose output stage fits records (nn2c_dw_simd_params_t.records): r = -shift >= 2
-# makes the rounding's low word 2^30, r <= 24 keeps the offset-folded high word and the 64-bit sum in range.
-DW_RECORD_SHIFTS = (-24, -2)
+# Shifts of a layer whose output stage fits records (nn2c_record_requant): r = -shift >= 2 makes the rounding's
+# low word 2^30, r <= 24 keeps the offset-folded high word and the 64-bit sum in range.
+OUTPUT_RECORD_SHIFTS = (-24, -2)
+
+
+def takes_records(shifts: np.ndarray, channels: int, group: int, act_min: int, act_max: int) -> bool:
+    """Whether an Arm DSP layer's output stage is read from records (nn2c_gemm_s8_t.records with group 2,
+    nn2c_dw_simd_params_t.records with group 4): whole groups of channels, int8's whole activation range and
+    every shift within OUTPUT_RECORD_SHIFTS."""
+    return channels % group == 0 and (act_min, act_max) == (-128, 127) and bool(
+        np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= OUTPUT_RECORD_SHIFTS[1])))
 
 
 def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
@@ -567,7 +573,7 @@ def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray
     """Per group of `group` channels (4: depthwise, 2: matrix product) 4 x group int32 words: the folded biases,
     then per channel its multiplier, the high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant
     (nn2c_mbqm_rounded's 2^30 + 2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in
-    DW_RECORD_SHIFTS' range (nn2c_record_requant)."""
+    OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant)."""
     channels = multipliers.size
     r = -shifts.astype(np.int64)
     stage = np.stack([multipliers.astype(np.int64),
