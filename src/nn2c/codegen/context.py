@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from nn2c.codegen.cnames import c_float, c_identifier, c_int
+from nn2c.codegen.kernel_config import OPTIONAL_PATHS
 from nn2c.errors import InvalidModelError, UnsupportedOpError
 from nn2c.ir import Node, Value, c_type
 from nn2c.target import TARGETS as TARGETS  # re-exported for importers of the old name
@@ -78,6 +79,7 @@ class EmitContext:
         self.weights: list[WeightArray] = []
         self.params: list[ParamsStruct] = []
         self.kernels: set[str] = set()
+        self.paths: set[str] = set()  # optional kernel paths some layer takes (codegen/kernel_config.py)
         self.value_ids: dict[int, int] = {}
         self.values: list[Value] = []
         self.code: list[NodeCode] = []
@@ -129,6 +131,11 @@ class EmitContext:
         self.kernels.add(family)
         for needed in kernel_includes(family):
             self.use_kernel(needed)
+
+    def take_path(self, path: str) -> None:
+        """This layer takes an optional path of its kernel (kernel_config.OPTIONAL_PATHS): keep it in the build."""
+        assert path in OPTIONAL_PATHS, f"{path} is not an optional kernel path"
+        self.paths.add(path)
 
     def ptr(self, value: Value | None) -> str:
         """C expression of a pointer to the value's first element (NULL for an absent optional)."""

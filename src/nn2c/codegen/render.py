@@ -15,6 +15,7 @@ from nn2c.codegen.cnames import c_comment, c_float
 from nn2c.codegen.context import NodeCode, ParamsStruct, WeightArray, format_field
 from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
+from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header
 from nn2c.codegen.lower import LoweredModel
 from nn2c.ir import Graph, Value, c_type
 from nn2c.memory.arena import DEBUG_GUARD, ArenaPlan, Move
@@ -393,6 +394,7 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
         "nn2c_manifest.json": _manifest(name, graph, arena.plan, lowered.state_bytes),
     }
     files.update(_kernel_files(set(kernels)))
+    files[f"{KERNEL_DIR}/{CONFIG_HEADER}"] = config_header(lowered.ctx.paths)
     weight_bytes = sum(a.data.nbytes for a in weights)
     return GeneratedCode(name, files, arena.plan, weight_bytes, lowered.state_bytes, arena.requests,
                          arena.honoured, arena.lower_bound_no_inplace, arena.buffers.buffer_of, arena.moves)

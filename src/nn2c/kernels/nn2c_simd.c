@@ -731,6 +731,10 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
         *w = wp;
         return m->out_c;
     }
+#if defined(NN2C_OMIT_DSP_GEMM_ARRAYS) /* nn2c_config.h: every convolution of this model has records */
+    (void)o1;
+    return 0;
+#else
     const int32_t *bias = m->bias, *mp = m->multipliers, *sp_ = m->shifts;
     const int64_t *rp = m->rounding;
     const int32_t off = m->output_offset, end = m->out_c & ~1;
@@ -746,14 +750,19 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
     }
     *w = wp;
     return m->out_c & ~1;
+#endif
 }
 
 static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair, const int8_t *w, int8_t *o0,
                              int8_t *o1, int right) {
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+#if defined(NN2C_OMIT_DSP_GEMM_ARRAYS) /* nn2c_config.h: every convolution of this model has records */
+    (void)right;
+    nn2c_gemm_pair16_right(m, pair, &wp, o0, o1);
+#else
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const int32_t out_c = m->out_c;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
-    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
     const int narrow = o.lo > -128 || o.hi < 127;
     int32_t first = 0;
@@ -781,6 +790,7 @@ static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pa
             o1[c + 1] = (int8_t)y11;
         }
     }
+#endif
 }
 #endif
 
@@ -790,9 +800,11 @@ static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pa
  * of pairing the pixel with itself (row groups call the kernel once per row: odd rows are common). */
 static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair, const int8_t *w, int8_t *o0) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
-    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+#if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS) /* nn2c_config.h: some convolution reads the output stage from arrays */
+    const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const int narrow = o.lo > -128 || o.hi < 127;
+#endif
     const int32_t *record = m->records; /* (when not NULL: an even channel count, int8's range) */
     for (int32_t c = 0; c < m->out_c; c += 2) {
         int32_t s0 = record ? record[0] : m->bias[c], s1 = record ? record[1] : m->bias[c + 1];
@@ -807,6 +819,7 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
             record += 8;
             continue;
         }
+#if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS)
         int32_t y0 = nn2c_dsp_requant1(&o, c, s0), y1 = nn2c_dsp_requant1(&o, c + 1, s1);
         if (narrow) {
             y0 = nn2c_dsp_clamp(y0, o.lo, o.hi);
@@ -816,6 +829,7 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
         if (c + 1 < m->out_c) {
             o0[c + 1] = (int8_t)y1;
         }
+#endif
     }
 }
 #endif
@@ -1117,6 +1131,7 @@ void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const 
 
 /* --- CONV_2D ------------------------------------------------------------------------------------- */
 
+#if !(defined(NN2C_SIMD_DSP) && defined(NN2C_OMIT_DSP_IM2COL)) /* nn2c_config.h: no Arm DSP convolution copies */
 /* The im2col row of output pixel (oy, ox): filter_h x filter_w x in_c bytes, padding taps = pad. */
 static void nn2c_simd_im2col(const nn2c_conv_geom_t *g, int32_t pad, const int8_t *in_b, int32_t oy, int32_t ox,
                              int8_t *row) {
@@ -1158,6 +1173,7 @@ static void nn2c_simd_im2col(const nn2c_conv_geom_t *g, int32_t pad, const int8_
         }
     }
 }
+#endif
 
 /* --- row-streamed FULLY_CONNECTED sums ------------------------------------------------------------ */
 
@@ -1626,6 +1642,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     nn2c_simd_word_t *pair = (nn2c_simd_word_t *)scratch;
     int8_t *stage = (int8_t *)scratch + 4 * m->depth_padded;
     const int32_t pad = nn2c_simd_splat(p->pad_value);
+    (void)pad; /* (read by neither copy where nn2c_config.h leaves both out) */
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
     const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
     const int right = m->records ? 1 : nn2c_dsp_all_right(m->shifts, m->out_c); /* (records: arrays NULL) */
@@ -1636,14 +1653,19 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
             for (int32_t ox = 0; ox < g->out_w; ++ox) {
                 const int32_t q = (b * g->out_h + oy) * g->out_w + ox;
                 int8_t *out = nn2c_conv_out(output, sink, q, g->out_c);
+                /* (nn2c_config.h leaves out the ways no convolution of this model takes) */
                 if (word_rows) {
+#if !defined(NN2C_OMIT_DSP_EXPAND_WINDOW)
                     nn2c_dsp_expand_window(g, pad, in_b, oy, ox, pair + (pending ? 2 : 0));
+#endif
                 } else {
                     const int8_t *row = stage;
                     if (direct) {
                         row = in_b + (oy * g->stride_h * g->in_w + ox * g->stride_w) * g->in_c;
                     } else {
+#if !defined(NN2C_OMIT_DSP_IM2COL)
                         nn2c_simd_im2col(g, pad, in_b, oy, ox, stage);
+#endif
                     }
                     nn2c_dsp_expand(row, m->depth, pair + (pending ? 2 : 0));
                 }
@@ -1906,7 +1928,6 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
-    const int narrow = o->lo > -128 || o->hi < 127;
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
     if (p->records) { /* (whole groups of 4 channels, every shift right, int8's range: the codegen's test) */
         const int32_t *rec = p->records;
@@ -1929,6 +1950,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         }
         return;
     }
+#if !defined(NN2C_OMIT_DSP_DW_ARRAYS) /* nn2c_config.h: some layer reads the output stage from arrays */
+    const int narrow = o->lo > -128 || o->hi < 127;
     int32_t c = 0;
     if (window->right && !narrow) { /* the usual case: straight-line requantisation, one word stored per group */
         const int32_t groups = C >> 2;
@@ -1975,6 +1998,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             out[c + j] = (int8_t)nn2c_simd_requant(o, (int32_t)acc, c + j);
         }
     }
+#else
+    (void)o; /* the records hold the output stage */
+#endif
 }
 #elif defined(NN2C_SIMD_MVE)
 /* Eight channels [c, c + 8) as int16 lanes: VMULLB / VMULLT multiply the even / odd ones into

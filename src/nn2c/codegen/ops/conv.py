@@ -494,6 +494,10 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         direct = geom.filter_h == geom.filter_w == 1 and geom.pad_h == geom.pad_w == 0
         word_rows = not direct and (geom.filter_w * geom.in_c) % 4 == 0
         scratch = ctx.scratch(4 * fields["depth_padded"] + (0 if direct or word_rows else depth))
+        if not direct:
+            ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
+        if fields["records"] == "NULL":
+            ctx.take_path("DSP_GEMM_ARRAYS")
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
@@ -536,6 +540,8 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
                   for k, v in per_channel.items()}
         records = "NULL"
+        if lanes == 4:
+            ctx.take_path("DSP_DW_ARRAYS")
     params = ctx.params_struct("nn2c_dw_simd_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,

@@ -1,0 +1,38 @@
+"""The optional kernel paths of a model's build: nn2c_kernels/nn2c_config.h.
+
+A kernel function carries every path its layers may take: the Arm DSP depthwise kernel, say, its
+output stage from records and from four per-channel arrays. Each path kept costs flash in every build
+(kws_ref_model's Cortex-M4 code: 14,972 B with all of them). The lowerings say which paths their layers
+take (EmitContext.take_path); the header leaves out the rest, each as `#define NN2C_OMIT_<PATH> 1`
+read by `#if !defined(...)` guards in the kernel sources (kernels/nn2c_config.h: the copy that leaves
+nothing out, for building the kernels on their own).
+"""
+
+from __future__ import annotations
+
+CONFIG_HEADER = "nn2c_config.h"
+
+# path -> what takes it; a kernel source guards the path's code with `#if !defined(NN2C_OMIT_<path>)`
+OPTIONAL_PATHS: dict[str, str] = {
+    "DSP_DW_ARRAYS": "Arm DSP depthwise output stage from four per-channel arrays (not records)",
+    "DSP_GEMM_ARRAYS": "Arm DSP convolution output stage from per-channel arrays (not records)",
+    "DSP_IM2COL": "Arm DSP convolution windows copied (im2col: neither 1x1 nor rows of whole words)",
+    "DSP_EXPAND_WINDOW": "Arm DSP convolution windows expanded from the image (rows of whole words)",
+}
+
+
+def config_header(taken: set[str]) -> str:
+    """nn2c_config.h for a model whose layers take the paths `taken` (keys of OPTIONAL_PATHS)."""
+    unknown = taken - OPTIONAL_PATHS.keys()
+    assert not unknown, f"kernel paths without an entry in OPTIONAL_PATHS: {sorted(unknown)}"
+    lines = [
+        "/* The optional kernel paths this model's layers do not take, left out of its build (written by nn2c:",
+        " * codegen/kernel_config.py). A layer added by hand that takes one needs its line removed. */",
+        "#ifndef NN2C_CONFIG_H",
+        "#define NN2C_CONFIG_H",
+    ]
+    for path, what in OPTIONAL_PATHS.items():
+        if path not in taken:
+            lines.append(f"#define NN2C_OMIT_{path} 1 /* no layer takes it: {what} */")
+    lines += ["#endif", ""]
+    return "\n".join(lines)

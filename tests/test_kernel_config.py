@@ -1,0 +1,81 @@
+"""nn2c_config.h: a model's build leaves out the optional kernel paths none of its layers takes.
+
+The registry (codegen/kernel_config.OPTIONAL_PATHS) and the kernel sources' `NN2C_OMIT_<PATH>` guards
+name the same paths; a real model's config leaves out what its layers do not take and keeps what they
+do; and the kernel object built with it is smaller than the full one. Whether every path a layer takes
+is kept is checked where it matters, by running the code: the Cortex-M QEMU tests of tests/test_op_conv.py
+and tests/test_row_groups.py build each case with its own config (dropping one take_path call fails them).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from nn2c.api import CompileOptions, compile_model
+from nn2c.codegen.kernel_config import CONFIG_HEADER, OPTIONAL_PATHS, config_header
+from nn2c.codegen.render import KERNEL_DIR
+from tests.conftest import model_path
+
+KERNELS = Path(str(resources.files("nn2c") / "kernels"))
+_GUARD = re.compile(r"NN2C_OMIT_([A-Z0-9_]+)")
+
+
+def _config(relative: str, target: str) -> str:
+    result = compile_model(model_path(relative), CompileOptions(target=target))
+    return result.files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
+
+
+def _omitted(header: str) -> set[str]:
+    return set(re.findall(r"#define NN2C_OMIT_([A-Z0-9_]+) 1", header))
+
+
+def test_registry_and_kernel_guards_name_the_same_paths():
+    guarded = {m for f in KERNELS.glob("nn2c_*.[ch]") for m in _GUARD.findall(f.read_text())}
+    assert guarded == set(OPTIONAL_PATHS)
+    assert _omitted((KERNELS / CONFIG_HEADER).read_text()) == set()  # the packaged copy keeps every path
+
+
+def test_config_header_leaves_out_exactly_the_paths_not_taken():
+    taken = {"DSP_IM2COL"}
+    assert _omitted(config_header(taken)) == set(OPTIONAL_PATHS) - taken
+    with pytest.raises(AssertionError):
+        config_header({"NOT_A_PATH"})
+
+
+def test_real_models_keep_the_paths_their_layers_take():
+    # kws_ref_model on the M4: every depthwise layer and convolution reads records; its first
+    # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
+    assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == {
+        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_IM2COL"}
+    # person_detect: a depthwise layer whose shift is outside the records' range, a convolution of
+    # 255 channels (not whole pairs) and a 3x3 first convolution over 1 channel (im2col)
+    assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == {"DSP_EXPAND_WINDOW"}
+    # the host has no Arm DSP path: all are left out (they guard only Arm DSP code)
+    assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "host")) == set(OPTIONAL_PATHS)
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                    reason="SKIPPED LOUDLY: arm-none-eabi-gcc not installed; CI installs gcc-arm-none-eabi")
+def test_a_models_config_shrinks_the_kernel_object(tmp_path):
+    result = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions(target="cortex-m4"))
+    out = result.write(tmp_path / "kws")
+    full = tmp_path / "full"
+    shutil.copytree(out / KERNEL_DIR, full)
+    shutil.copy(KERNELS / CONFIG_HEADER, full / CONFIG_HEADER)
+
+    def text_bytes(folder: Path) -> int:
+        obj = folder / "nn2c_simd.o"
+        subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16",
+                        "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-c", str(folder / "nn2c_simd.c"), "-o",
+                        str(obj)], check=True)
+        size = subprocess.run(["arm-none-eabi-size", str(obj)], check=True, capture_output=True, text=True).stdout
+        return int(size.splitlines()[1].split()[0])
+
+    model, every = text_bytes(out / KERNEL_DIR), text_bytes(full)
+    assert model < every - 3000, (model, every)  # the depthwise and pair kernels' array output stages
