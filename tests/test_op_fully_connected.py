@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nn2c.api import CompileOptions
+from nn2c.api import CompileOptions, compile_model
 from nn2c.verify.compare import verify_model
 from tests.oracle_check import assert_matches_tflm
 from tests.tflite_builder import ModelBuilder
@@ -60,6 +60,41 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
                           options=CompileOptions(target=target))
     assert "tflm" not in report.skipped, report.skipped
     assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_int8_fully_connected_batches_in_qemu(tmp_path, target):
+    """The Arm DSP / Helium kernel itself (nn2c_fc_s8_simd) on a batch of 3, two input rows at a time and
+    then one, and on a batch of 1, in QEMU, bit-exact with TFLM; the batch pairs' path stays in the Arm
+    DSP build because a layer takes it (nn2c_config.h; dropping the take_path call fails the Cortex-M4
+    case)."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.tensor("int8", (3, 37), scale=0.05, zero_point=-7)
+    w = b.tensor("int8", (6, 37), scale=0.01, zero_point=0, data=rng.integers(-127, 128, (6, 37)))
+    bias = b.tensor("int32", (6,), scale=5e-4, zero_point=0, data=rng.integers(-3000, 3000, 6))
+    y = b.tensor("int8", (3, 6), scale=0.2, zero_point=4)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "NONE"})
+    flat = b.tensor("int8", (1, 18), scale=0.2, zero_point=4)
+    b.op("RESHAPE", [y], [flat], {"new_shape": [1, 18]})
+    w2 = b.tensor("int8", (5, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (5, 18)))
+    z = b.tensor("int8", (1, 5), scale=0.3, zero_point=-2)
+    b.op("FULLY_CONNECTED", [flat, w2], [z], {"fused_activation_function": "RELU"})
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(b.build([x], [z]))
+    report = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    calls = [call for layer in report.layers for call in layer.calls]
+    assert calls.count("nn2c_fc_s8_simd") == 2, calls
+    config = compile_model(path, CompileOptions(target=target)).files["nn2c_kernels/nn2c_config.h"]
+    assert ("NN2C_OMIT_DSP_FC_BATCH_PAIRS" in config) == (target == "cortex-m55")  # (an Arm DSP path)
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -711,14 +711,32 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
     *rec = r;
 }
 
+/* The last channel of an odd count for both pixels of a pair (records padded to whole pairs: rec at the
+ * pair's biases, the filter's block pairs at wp, the padding channel's words skipped): plain C, as it runs
+ * once a pixel pair and only in pruned layers, where the pair's assembly inlined once more cost 350 bytes.
+ * Returns the filter pointer past the pair. */
+static const nn2c_simd_word_t *nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blocks,
+                                                          const nn2c_simd_word_t *wp, const int32_t *rec, int8_t *o0,
+                                                          int8_t *o1) {
+    int32_t s0 = rec[0], s1 = rec[0];
+    for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
+        const int32_t we = __sxtb16(wp[0]), wo = nn2c_sxtb16_ror8(wp[0]);
+        s0 = __smlad(pair[k + 1], wo, __smlad(pair[k], we, s0));
+        s1 = __smlad(pair[k + 3], wo, __smlad(pair[k + 2], we, s1));
+    }
+    *o0 = (int8_t)nn2c_record_requant(s0, rec + 2);
+    *o1 = (int8_t)nn2c_record_requant(s1, rec + 2);
+    return wp;
+}
+
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
                                       const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const nn2c_simd_word_t *wp = *w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
-    if (m->records) { /* (an even channel count: the codegen's test) */
+    if (m->records) { /* (records padded to whole channel pairs) */
         const int32_t *rec = m->records;
-        for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2) {
+        for (int8_t *const end = o0 + (m->out_c & ~1); o0 != end; o0 += 2, o1 += 2) {
             int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
             rec += 2;
             nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
@@ -727,6 +745,9 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
             const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
             memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
             memcpy(o1, &h1, 2);
+        }
+        if (m->out_c & 1) { /* the last channel (a pruned layer's), its pair's padding channel left out */
+            wp = nn2c_dsp_pair_last_channel(pair, blocks, wp, rec, o0, o1);
         }
         *w = wp;
         return m->out_c;
@@ -815,7 +836,9 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
         }
         if (record) {
             o0[c] = (int8_t)nn2c_record_requant(s0, record + 2);
-            o0[c + 1] = (int8_t)nn2c_record_requant(s1, record + 5);
+            if (c + 1 < m->out_c) { /* (records padded to whole channel pairs) */
+                o0[c + 1] = (int8_t)nn2c_record_requant(s1, record + 5);
+            }
             record += 8;
             continue;
         }
@@ -1118,12 +1141,14 @@ NN2C_INLINE nn2c_gemm_rows2_fn nn2c_gemm_rows2_for(const nn2c_gemm_s8_t *m) {
 void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
                      int8_t *output) {
     const nn2c_gemm_s8_t *m = &p->m;
-    const nn2c_gemm_rows2_fn rows2 = nn2c_gemm_rows2_for(m);
     int32_t b = 0;
+#if !(defined(NN2C_SIMD_DSP) && defined(NN2C_OMIT_DSP_FC_BATCH_PAIRS)) /* nn2c_config.h: every batch is 1 */
+    const nn2c_gemm_rows2_fn rows2 = nn2c_gemm_rows2_for(m);
     for (; b + 2 <= p->batches; b += 2) {
         rows2(m, input + b * m->depth, input + (b + 1) * m->depth, packed_filter, output + b * m->out_c,
                         output + (b + 1) * m->out_c);
     }
+#endif
     if (b < p->batches) {
         nn2c_gemm_rows1(m, input + b * m->depth, packed_filter, output + b * m->out_c);
     }
@@ -1925,13 +1950,27 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     *y = q;
 }
 
+/* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
+ * 4, in the order c0 c2 c1 c3): through the tap table, one byte at a time. */
+static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, uintptr_t base, const intptr_t *taps,
+                                        int32_t n_taps, int8_t *out, int32_t n) {
+    static const int8_t slot[4] = {0, 2, 1, 3};
+    for (int32_t j = 0; j < n; ++j) {
+        uint32_t acc = (uint32_t)rec[j];
+        for (int32_t t = 0; t < n_taps; ++t) {
+            acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[j] * (int32_t)w16[4 * t + slot[j]]);
+        }
+        out[j] = (int8_t)nn2c_record_requant((int32_t)acc, rec + 4 + 3 * j);
+    }
+}
+
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
-    if (p->records) { /* (whole groups of 4 channels, every shift right, int8's range: the codegen's test) */
+    if (p->records) { /* (every shift right, int8's range: the codegen's test; padded to whole groups of 4) */
         const int32_t *rec = p->records;
-        int8_t *const end = out + C;
+        int8_t *const end = out + (C & ~3);
         if (window->col) { /* a 3x3 window inside the image */
             const int32_t col = window->col, row = window->row;
             for (int8_t *y = out; y != end; base += 4) {
@@ -1947,6 +1986,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
                 nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
                 nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
             }
+        }
+        if (C & 3) { /* the last 1-3 channels (a pruned layer's), byte by byte */
+            nn2c_dsp_dw_partial_records(rec, (const int16_t *)(const void *)wp, base, taps, n_taps, end, C & 3);
         }
         return;
     }

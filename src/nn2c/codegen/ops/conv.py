@@ -272,7 +272,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
         "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
         "act_max": act_max, "right": int(bool((shifts <= 0).all())),
     }
-    if records and group == 2 and takes_records(shifts, out_c, 2, act_min, act_max):
+    if records and group == 2 and takes_records(shifts, act_min, act_max):
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
             output_records(folded, mantissas, shifts, output_offset, 2), "int32_t",
             "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
@@ -531,7 +531,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
-    if lanes == 4 and takes_records(shifts, geom.out_c, 4, act_min, act_max):
+    if lanes == 4 and takes_records(shifts, act_min, act_max):
         idents = {k: "NULL" for k in per_channel}
         records = ctx.const_array(output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4), "int32_t",
                                   "depthwise output stage per group of 4 channels: 4 biases, then per channel "
@@ -566,11 +566,11 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
 OUTPUT_RECORD_SHIFTS = (-24, -2)
 
 
-def takes_records(shifts: np.ndarray, channels: int, group: int, act_min: int, act_max: int) -> bool:
+def takes_records(shifts: np.ndarray, act_min: int, act_max: int) -> bool:
     """Whether an Arm DSP layer's output stage is read from records (nn2c_gemm_s8_t.records with group 2,
-    nn2c_dw_simd_params_t.records with group 4): whole groups of channels, int8's whole activation range and
-    every shift within OUTPUT_RECORD_SHIFTS."""
-    return channels % group == 0 and (act_min, act_max) == (-128, 127) and bool(
+    nn2c_dw_simd_params_t.records with group 4): int8's whole activation range and every shift within
+    OUTPUT_RECORD_SHIFTS. A last, partial group of channels (a pruned layer's) has its records padded."""
+    return (act_min, act_max) == (-128, 127) and bool(
         np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= OUTPUT_RECORD_SHIFTS[1])))
 
 
@@ -579,13 +579,19 @@ def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray
     """Per group of `group` channels (4: depthwise, 2: matrix product) 4 x group int32 words: the folded biases,
     then per channel its multiplier, the high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant
     (nn2c_mbqm_rounded's 2^30 + 2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in
-    OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant)."""
+    OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant). A last, partial group is padded with channels of bias 0,
+    multiplier 0 and r = 2, whose outputs the kernels compute but do not store."""
     channels = multipliers.size
-    r = -shifts.astype(np.int64)
-    stage = np.stack([multipliers.astype(np.int64),
-                      np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
+    padded = -(-channels // group) * group
+    mult = np.zeros(padded, dtype=np.int64)
+    mult[:channels] = multipliers
+    r = np.full(padded, -OUTPUT_RECORD_SHIFTS[1], dtype=np.int64)
+    r[:channels] = -shifts.astype(np.int64)
+    biases = np.zeros(padded, dtype=np.int64)
+    biases[:channels] = np.asarray(bias[:channels], dtype=np.int64)
+    stage = np.stack([mult, np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
                       r - 1], axis=1).reshape(-1, 3 * group)
-    groups = np.concatenate([np.asarray(bias[:channels], dtype=np.int64).reshape(-1, group), stage], axis=1)
+    groups = np.concatenate([biases.reshape(-1, group), stage], axis=1)
     return groups.reshape(-1).astype(np.int32)
 
 

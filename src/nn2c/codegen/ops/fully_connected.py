@@ -153,6 +153,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
                 "batches": batches,
             })
+            if ctx.target.simd == "dsp" and batches >= 2:
+                ctx.take_path("DSP_FC_BATCH_PAIRS")
             ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
             return
         params = fc_s8_params(ctx, node)
