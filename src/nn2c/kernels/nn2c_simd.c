@@ -713,11 +713,9 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
 
 /* The last channel of an odd count for both pixels of a pair (records padded to whole pairs: rec at the
  * pair's biases, the filter's block pairs at wp, the padding channel's words skipped): plain C, as it runs
- * once a pixel pair and only in pruned layers, where the pair's assembly inlined once more cost 350 bytes.
- * Returns the filter pointer past the pair. */
-static const nn2c_simd_word_t *nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blocks,
-                                                          const nn2c_simd_word_t *wp, const int32_t *rec, int8_t *o0,
-                                                          int8_t *o1) {
+ * once a pixel pair and only in pruned layers, where the pair's assembly inlined once more cost 350 bytes. */
+static void nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blocks, const nn2c_simd_word_t *wp,
+                                       const int32_t *rec, int8_t *o0, int8_t *o1) {
     int32_t s0 = rec[0], s1 = rec[0];
     for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
         const int32_t we = __sxtb16(wp[0]), wo = nn2c_sxtb16_ror8(wp[0]);
@@ -726,7 +724,6 @@ static const nn2c_simd_word_t *nn2c_dsp_pair_last_channel(const nn2c_simd_word_t
     }
     *o0 = (int8_t)nn2c_record_requant(s0, rec + 2);
     *o1 = (int8_t)nn2c_record_requant(s1, rec + 2);
-    return wp;
 }
 
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
@@ -734,7 +731,7 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const nn2c_simd_word_t *wp = *w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
-    if (m->records) { /* (records padded to whole channel pairs) */
+    if (m->records) { /* (whole pairs: an odd count's last channel is nn2c_conv_s8_run's) */
         const int32_t *rec = m->records;
         for (int8_t *const end = o0 + (m->out_c & ~1); o0 != end; o0 += 2, o1 += 2) {
             int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
@@ -745,9 +742,6 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
             const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
             memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
             memcpy(o1, &h1, 2);
-        }
-        if (m->out_c & 1) { /* the last channel (a pruned layer's), its pair's padding channel left out */
-            wp = nn2c_dsp_pair_last_channel(pair, blocks, wp, rec, o0, o1);
         }
         *w = wp;
         return m->out_c;
@@ -1671,6 +1665,11 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
     const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
     const int right = m->records ? 1 : nn2c_dsp_all_right(m->shifts, m->out_c); /* (records: arrays NULL) */
+    /* records padded to whole channel pairs: an odd count's last channel, its filter words and record */
+    const int odd_records = m->records && (m->out_c & 1);
+    const nn2c_simd_word_t *const last_w =
+        (const nn2c_simd_word_t *)(const void *)(packed_filter + (m->out_c - 1) * m->depth_padded);
+    const int32_t *const last_rec = odd_records ? m->records + 4 * (m->out_c - 1) : NULL;
     int8_t *pending = NULL;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
@@ -1696,6 +1695,10 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
                 }
                 if (pending) {
                     nn2c_gemm_pair16(m, pair, packed_filter, pending, out, right);
+                    if (odd_records) { /* the last channel (a pruned layer's): not in the pair kernel's loop */
+                        nn2c_dsp_pair_last_channel(pair, m->depth_padded >> 2, last_w, last_rec, pending + m->out_c - 1,
+                                                   out + m->out_c - 1);
+                    }
                     nn2c_conv_feed(sink, q + 1, g->batches * g->out_h * g->out_w, g->out_c);
                     pending = NULL;
                 } else {
