@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nn2c.api import CompileOptions, compile_model
-from nn2c.codegen.kernel_config import CONFIG_HEADER, OPTIONAL_PATHS, config_header
+from nn2c.codegen.kernel_config import CONFIG_HEADER, OPTIONAL_PATHS, config_header, path_symbol
 from nn2c.codegen.render import KERNEL_DIR
 from tests.conftest import model_path
 
@@ -39,6 +39,9 @@ def test_registry_and_kernel_guards_name_the_same_paths():
     guarded = {m for f in KERNELS.glob("nn2c_*.[ch]") for m in _GUARD.findall(f.read_text())}
     assert guarded == set(OPTIONAL_PATHS)
     assert _omitted((KERNELS / CONFIG_HEADER).read_text()) == set()  # the packaged copy keeps every path
+    simd = (KERNELS / "nn2c_simd.c").read_text()
+    for path in OPTIONAL_PATHS:  # each kept path's link symbol, defined under its guard
+        assert f"#if !defined(NN2C_OMIT_{path})\nconst uint8_t {path_symbol(path)} = 1;\n#endif" in simd, path
 
 
 def test_config_header_leaves_out_exactly_the_paths_not_taken():
@@ -82,3 +85,25 @@ def test_a_models_config_shrinks_the_kernel_object(tmp_path):
 
     model, every = text_bytes(out / KERNEL_DIR), text_bytes(full)
     assert model < every - 3000, (model, every)  # the depthwise and pair kernels' array output stages
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                    reason="SKIPPED LOUDLY: arm-none-eabi-gcc not installed; CI installs gcc-arm-none-eabi")
+def test_a_model_linked_with_kernels_missing_its_paths_fails_to_link_naming_them(tmp_path):
+    """Two models in one program share one build of the kernels: person_detect's code with kws_ref_model's
+    kernels (built without the depthwise array output stage and im2col, which person_detect's layers take)
+    must not link, and the error names the missing paths; with its own kernels it links."""
+    from nn2c.errors import BuildError
+    from nn2c.targets.cortexm_build import build_image
+
+    person = compile_model(model_path("tflite_micro/person_detect.tflite"), CompileOptions(target="cortex-m4"))
+    kws = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions(target="cortex-m4"))
+    own = person.write(tmp_path / "own")
+    mixed = person.write(tmp_path / "mixed")
+    shutil.rmtree(mixed / KERNEL_DIR)
+    shutil.copytree(kws.write(tmp_path / "kws") / KERNEL_DIR, mixed / KERNEL_DIR)
+    record = bytes(96 * 96)
+    build_image(own, "person_detect", [record], "cortex-m4", tmp_path / "build_own")
+    with pytest.raises(BuildError) as failure:
+        build_image(mixed, "person_detect", [record], "cortex-m4", tmp_path / "build_mixed")
+    assert path_symbol("DSP_DW_ARRAYS") in str(failure.value) and path_symbol("DSP_IM2COL") in str(failure.value)

@@ -5,7 +5,9 @@ output stage from records and from four per-channel arrays. Each path kept costs
 (kws_ref_model's Cortex-M4 code: 14,972 B with all of them). The lowerings say which paths their layers
 take (EmitContext.take_path); the header leaves out the rest, each as `#define NN2C_OMIT_<PATH> 1`
 read by `#if !defined(...)` guards in the kernel sources (kernels/nn2c_config.h: the copy that leaves
-nothing out, for building the kernels on their own).
+nothing out, for building the kernels on their own). Two models in one program share one build of the
+kernels: its header may leave out only what both leave out; a model linked with kernels missing a path its
+layers take fails to link on that path's symbol (path_symbol), rather than running without it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_EXPAND_WINDOW": "Arm DSP convolution windows expanded from the image (rows of whole words)",
     "DSP_FC_BATCH_PAIRS": "Arm DSP FULLY_CONNECTED over two input rows at a time (a batch of 2 or more)",
 }
+
+
+def path_symbol(path: str) -> str:
+    """The symbol kernels/nn2c_simd.c defines where its build keeps `path`; a model whose layers take the path
+    reads it once an inference, so that linking with kernels built without the path fails and names it."""
+    return f"nn2c_kernel_path_{path.lower()}"
 
 
 def config_header(taken: set[str]) -> str:

@@ -15,7 +15,7 @@ from nn2c.codegen.cnames import c_comment, c_float
 from nn2c.codegen.context import NodeCode, ParamsStruct, WeightArray, format_field
 from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
-from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header
+from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header, path_symbol
 from nn2c.codegen.lower import LoweredModel
 from nn2c.ir import Graph, Value, c_type
 from nn2c.memory.arena import DEBUG_GUARD, ArenaPlan, Move
@@ -235,6 +235,13 @@ class _SourceWriter:
         w.line(f'#include "{name}.h"')
         w.line(f'#include "{name}_weights.h"')
         w.line()
+        paths = sorted(self.lowered.ctx.paths)
+        if paths:
+            w.line("/* optional kernel paths this model's layers take (nn2c_kernels/nn2c_config.h): read once an")
+            w.line(" * inference, so that linking with kernels built without one fails on its name */")
+            for path in paths:
+                w.line(f"extern const uint8_t {path_symbol(path)};")
+            w.line()
         w.line(f"/* Tensor arena: {self.plan.arena_bytes} bytes, planned at compile time ({self.plan.planner}). */")
         w.line(f"static uint8_t {name}_arena[{max(self.arena.arena_bytes, 16)}] NN2C_ALIGNED(16);")
         if self.guards is not None:
@@ -267,6 +274,8 @@ class _SourceWriter:
                 w.line("/* this model has no state */")
         w.line()
         with w.block(f"int {name}_invoke(void)"):
+            for path in paths:
+                w.line(f"(void)*(const volatile uint8_t *)&{path_symbol(path)};")
             if graph.variables():
                 with w.block(f"if (!{name}_state_ready)"):
                     w.line(f"{name}_reset();")

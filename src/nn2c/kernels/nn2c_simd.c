@@ -11,6 +11,25 @@
 #include <arm_acle.h>
 #endif
 
+/* One symbol per optional path this build keeps (nn2c_config.h). A model whose layers take a path reads its
+ * symbol once an inference (NAME.c), so that linking it with kernels built without the path (another
+ * model's nn2c_config.h) fails, naming the path, instead of running without it. */
+#if !defined(NN2C_OMIT_DSP_DW_ARRAYS)
+const uint8_t nn2c_kernel_path_dsp_dw_arrays = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS)
+const uint8_t nn2c_kernel_path_dsp_gemm_arrays = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_IM2COL)
+const uint8_t nn2c_kernel_path_dsp_im2col = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_EXPAND_WINDOW)
+const uint8_t nn2c_kernel_path_dsp_expand_window = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_FC_BATCH_PAIRS)
+const uint8_t nn2c_kernel_path_dsp_fc_batch_pairs = 1;
+#endif
+
 /* --- shared helpers ---------------------------------------------------------------------------- */
 
 NN2C_INLINE int32_t nn2c_simd_ld32(const int8_t *p) {
