@@ -235,6 +235,8 @@ def _readme(name: str, graph: Graph, arena_bytes: int, state_bytes: int, weight_
         f"| `{name}.c` | `{name}_invoke()`: one kernel call per operator; the static arena (`{up}_ARENA_BYTES`) |",
         f"| `{name}_weights.c`, `{name}_weights.h` | constant tensors, 16-byte aligned `const` arrays |",
         f"| `nn2c_kernels/` | the kernels this model uses: {', '.join(k.split('/')[-1] for k in kernels if k.endswith('.c')) or 'headers only'} |",
+        "| `nn2c_kernels/nn2c_config.h` | the optional kernel paths this model's layers do not take, left out of the "
+        "build; another model sharing these kernels needs only the lines both copies have |",
         f"| `{HOST_EXAMPLE}` | example host program |",
         "| `CMakeLists.txt`, `nn2c.mk` | CMake and Make integration |",
         "| `nn2c_manifest.json` | the inputs and outputs, machine-readable (used by `nn2c run`) |",
