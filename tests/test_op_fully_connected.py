@@ -3,6 +3,8 @@ batches, with and without bias) and float32."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -63,17 +65,22 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
-def test_int8_fully_connected_batches_in_qemu(tmp_path, target):
+@pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
+def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, build):
     """The Arm DSP / Helium kernel itself (nn2c_fc_s8_simd) on a batch of 3, two input rows at a time and
-    then one, and on a batch of 1, in QEMU, bit-exact with TFLM; the batch pairs' path stays in the Arm
-    DSP build because a layer takes it (nn2c_config.h; dropping the take_path call fails the Cortex-M4
-    case)."""
+    then one, and on a batch of 1 of 7 channels (Arm DSP: from records, four channels and then the last 3),
+    in QEMU, bit-exact with TFLM; the batch pairs' and the arrays' paths stay in the Arm DSP build because a
+    layer takes them (nn2c_config.h; dropping either take_path call fails the Cortex-M4 case). Built as the
+    bench builds and with the C versions of the inline assembly (docs/user-guide.md)."""
+    from nn2c.targets import cortexm_build
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools
 
     missing = missing_tools()
     if missing:
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    flags = [part for flag in cortexm_build.COMPILE_FLAGS for part in (build.split() if flag == "-O2" else [flag])]
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
     rng = np.random.default_rng(3)
     b = ModelBuilder()
     x = b.tensor("int8", (3, 37), scale=0.05, zero_point=-7)
@@ -83,9 +90,9 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, target):
     b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "NONE"})
     flat = b.tensor("int8", (1, 18), scale=0.2, zero_point=4)
     b.op("RESHAPE", [y], [flat], {"new_shape": [1, 18]})
-    w2 = b.tensor("int8", (5, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (5, 18)))
-    z = b.tensor("int8", (1, 5), scale=0.3, zero_point=-2)
-    b.op("FULLY_CONNECTED", [flat, w2], [z], {"fused_activation_function": "RELU"})
+    w2 = b.tensor("int8", (7, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (7, 18)))
+    z = b.tensor("int8", (1, 7), scale=0.3, zero_point=-2)
+    b.op("FULLY_CONNECTED", [flat, w2], [z], {"fused_activation_function": "NONE"})
     path = tmp_path / "fc.tflite"
     path.write_bytes(b.build([x], [z]))
     report = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "qemu")
@@ -93,8 +100,12 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, target):
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
     calls = [call for layer in report.layers for call in layer.calls]
     assert calls.count("nn2c_fc_s8_simd") == 2, calls
-    config = compile_model(path, CompileOptions(target=target)).files["nn2c_kernels/nn2c_config.h"]
-    assert ("NN2C_OMIT_DSP_FC_BATCH_PAIRS" in config) == (target == "cortex-m55")  # (an Arm DSP path)
+    files = compile_model(path, CompileOptions(target=target)).files
+    config = files["nn2c_kernels/nn2c_config.h"]
+    for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS"):  # (Arm DSP paths)
+        assert (f"NN2C_OMIT_{path_name}" in config) == (target == "cortex-m55"), path_name
+    records = re.findall(r"\.records = (\w+)", files["fc.c"])
+    assert records[0] == "NULL" and (records[1] != "NULL") == (target == "cortex-m4"), records
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -21,6 +21,7 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_IM2COL": "Arm DSP convolution windows copied (im2col: neither 1x1 nor rows of whole words)",
     "DSP_EXPAND_WINDOW": "Arm DSP convolution windows expanded from the image (rows of whole words)",
     "DSP_FC_BATCH_PAIRS": "Arm DSP FULLY_CONNECTED over two input rows at a time (a batch of 2 or more)",
+    "DSP_FC_ARRAYS": "Arm DSP FULLY_CONNECTED output stage from per-channel arrays (not records)",
 }
 
 

@@ -29,6 +29,9 @@ const uint8_t nn2c_kernel_path_dsp_expand_window = 1;
 #if !defined(NN2C_OMIT_DSP_FC_BATCH_PAIRS)
 const uint8_t nn2c_kernel_path_dsp_fc_batch_pairs = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_FC_ARRAYS)
+const uint8_t nn2c_kernel_path_dsp_fc_arrays = 1;
+#endif
 
 /* --- shared helpers ---------------------------------------------------------------------------- */
 
@@ -539,7 +542,75 @@ NN2C_INLINE void nn2c_dsp_row1_dot(const int8_t *a0, int32_t blocks, int32_t tai
  * (nn2c_dsp_requant4_right, 11 instructions an output; GCC 12's output stage took some 22) and stored
  * as one word. One copy of the dot product for both output stages: the unrolled assembly is some 300
  * bytes of code, and a loop of its own for the assembly stage saved only 1.5% more. */
+/* The output of sum S from a channel's record loaded into m (multiplier), h (rounding high word with the
+ * output offset) and sh (shift): nn2c_record_requant in 6 instructions, the high word built in HI (h itself
+ * where the channel has one sum, another register where h serves a second one), SSAT to int8 in S. */
+#define NN2C_DSP_RECORD_OUT(S, HI) \
+    "and    %[lo], %[" S "], #0x80000000\n\t" \
+    "add    %[" HI "], %[h], %[" S "], asr #31\n\t" \
+    "orr    %[lo], %[lo], #0x40000000\n\t" \
+    "smlal  %[lo], %[" HI "], %[" S "], %[m]\n\t" \
+    "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[" HI "]\n\t"
+
+/* Four channels of one row from their records (two channel pairs, nn2c_gemm_s8_t.records: *rec at the first
+ * pair's multiplier, advanced past the second pair's shift), packed into one word at y: 8 instructions a
+ * channel, as nn2c_dsp_dw_record_out. */
+NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t *rec,
+                                          int8_t *y) {
+#if defined(NN2C_INLINE_ASM)
+    register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
+    int32_t lo;
+#define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
+    __asm__ volatile(NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1")
+                     "add    %[r], %[r], #8\n\t" /* the second pair's biases */
+                     NN2C_DSP_RECORD_RQ("s2") NN2C_DSP_RECORD_RQ("s3")
+                     "bfi    %[s0], %[s1], #8, #8\n\t"
+                     "bfi    %[s0], %[s2], #16, #8\n\t"
+                     "bfi    %[s0], %[s3], #24, #8\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(rec), [m] "=&r"(m),
+                       [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo)
+                     :
+                     : "memory");
+#undef NN2C_DSP_RECORD_RQ
+    nn2c_simd_st32(y, s0);
+#else
+    y[0] = (int8_t)nn2c_record_requant(s0, rec);
+    y[1] = (int8_t)nn2c_record_requant(s1, rec + 3);
+    y[2] = (int8_t)nn2c_record_requant(s2, rec + 8);
+    y[3] = (int8_t)nn2c_record_requant(s3, rec + 11);
+#endif
+}
+
+/* nn2c_gemm_rows1 of a layer whose output stage is records (a FULLY_CONNECTED of batch 1 with every shift in
+ * [-24, -2] and int8's range: the codegen's test), two channel pairs a step; the array output stage and its
+ * set-up took some 108 instructions per four channels on ad01_int8 (QEMU). */
+static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
+    const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
+    const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
+    const int32_t *rec = m->records; /* pairs of channels, the last one padded */
+    for (int32_t c = 0; c < out_c; c += 4, rec += 16) {
+        const int two = c + 2 < out_c; /* a second pair */
+        const int8_t *wp = w, *wq = w + (two ? group_bytes : 0); /* the second group, or the first again */
+        w += 2 * group_bytes;
+        int32_t s[4] = {rec[0], rec[1], two ? rec[8] : 0, two ? rec[9] : 0};
+        nn2c_dsp_row1_dot(a0, blocks, tail, &wp, &wq, s);
+        if (c + 4 <= out_c) {
+            nn2c_dsp_row1_record_out(s[0], s[1], s[2], s[3], rec + 2, o0 + c);
+            continue;
+        }
+        for (int32_t k = 0; c + k < out_c; ++k) { /* the last 1-3 channels */
+            o0[c + k] = (int8_t)nn2c_record_requant(s[k], rec + 2 + 8 * (k >> 1) + 3 * (k & 1));
+        }
+    }
+}
+
 static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int8_t *w, int8_t *o0) {
+    if (m->records) {
+        nn2c_gemm_rows1_records(m, a0, w, o0);
+        return;
+    }
+#if !defined(NN2C_OMIT_DSP_FC_ARRAYS) /* nn2c_config.h: some FULLY_CONNECTED reads the output stage from arrays */
     const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
@@ -562,6 +633,7 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
             o0[c + k] = (int8_t)(narrow ? nn2c_dsp_clamp(y, o.lo, o.hi) : y);
         }
     }
+#endif
 }
 #endif
 
@@ -687,16 +759,6 @@ NN2C_INLINE void nn2c_dsp_requant2x2_right(int32_t s0, int32_t s1, int32_t s2, i
  * range is int8's: the requantisation in assembly and one halfword stored per pixel, so that fewer
  * values live across the dot product's assembly (GCC 12 reloaded some 26 spilled values per channel
  * pair from the stack around it). Returns the channels done. */
-/* The output of sum S from a channel's record loaded into m (multiplier), h (rounding high word with the
- * output offset) and sh (shift): nn2c_record_requant in 6 instructions, the high word built in HI (h itself
- * where the channel has one sum, another register where h serves a second one), SSAT to int8 in S. */
-#define NN2C_DSP_RECORD_OUT(S, HI) \
-    "and    %[lo], %[" S "], #0x80000000\n\t" \
-    "add    %[" HI "], %[h], %[" S "], asr #31\n\t" \
-    "orr    %[lo], %[lo], #0x40000000\n\t" \
-    "smlal  %[lo], %[" HI "], %[" S "], %[m]\n\t" \
-    "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
-    "ssat   %[" S "], #8, %[" HI "]\n\t"
 
 /* Two channels of a pixel pair from their records (nn2c_record_requant; *rec at the group's first
  * multiplier, advanced past the group): each pixel's two bytes packed into one halfword as

@@ -258,7 +258,8 @@ def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
                 output_offset: int, act_min: int, act_max: int, records: bool = False) -> tuple[dict, str]:
     """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
-    stage as records where the kernel reads them (an Arm DSP convolution: nn2c_gemm_s8_t.records)."""
+    stage as records where the kernel reads them (an Arm DSP convolution, or FULLY_CONNECTED of batch 1:
+    nn2c_gemm_s8_t.records)."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
