@@ -552,6 +552,16 @@ NN2C_INLINE void nn2c_dsp_row1_dot(const int8_t *a0, int32_t blocks, int32_t tai
     "smlal  %[lo], %[" HI "], %[" S "], %[m]\n\t" \
     "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
     "ssat   %[" S "], #8, %[" HI "]\n\t"
+/* A channel's record in one LDM (its registers in ascending order: m r10, h r11, sh r12), then its sum S
+ * requantised (NN2C_DSP_RECORD_OUT). */
+#define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
+/* The sums s0-s3 from four records at r, packed into s0's bytes, the lowest channel in the lowest byte; MID
+ * runs between the second and the third (a FULLY_CONNECTED's second channel pair begins with its biases). */
+#define NN2C_DSP_RECORD4(MID) \
+    NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1") MID NN2C_DSP_RECORD_RQ("s2") NN2C_DSP_RECORD_RQ("s3") \
+    "bfi    %[s0], %[s1], #8, #8\n\t" \
+    "bfi    %[s0], %[s2], #16, #8\n\t" \
+    "bfi    %[s0], %[s3], #24, #8\n\t"
 
 /* Four channels of one row from their records (two channel pairs, nn2c_gemm_s8_t.records: *rec at the first
  * pair's multiplier, advanced past the second pair's shift), packed into one word at y: 8 instructions a
@@ -561,18 +571,11 @@ NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, in
 #if defined(NN2C_INLINE_ASM)
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
     int32_t lo;
-#define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
-    __asm__ volatile(NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1")
-                     "add    %[r], %[r], #8\n\t" /* the second pair's biases */
-                     NN2C_DSP_RECORD_RQ("s2") NN2C_DSP_RECORD_RQ("s3")
-                     "bfi    %[s0], %[s1], #8, #8\n\t"
-                     "bfi    %[s0], %[s2], #16, #8\n\t"
-                     "bfi    %[s0], %[s3], #24, #8\n\t"
+    __asm__ volatile(NN2C_DSP_RECORD4("add    %[r], %[r], #8\n\t") /* (the second pair's biases) */
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(rec), [m] "=&r"(m),
                        [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo)
                      :
                      : "memory");
-#undef NN2C_DSP_RECORD_RQ
     nn2c_simd_st32(y, s0);
 #else
     y[0] = (int8_t)nn2c_record_requant(s0, rec);
@@ -2009,21 +2012,14 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     const int32_t *r = *rec;
     int8_t *q = *y;
 #if defined(NN2C_INLINE_ASM)
-    /* a channel's three words in one LDM: its registers in ascending order */
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
     int32_t lo;
-#define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
-    __asm__ volatile(NN2C_DSP_RECORD_RQ("s0") NN2C_DSP_RECORD_RQ("s1") NN2C_DSP_RECORD_RQ("s2")
-                     NN2C_DSP_RECORD_RQ("s3")
-                     "bfi    %[s0], %[s1], #8, #8\n\t"
-                     "bfi    %[s0], %[s2], #16, #8\n\t"
-                     "bfi    %[s0], %[s3], #24, #8\n\t"
+    __asm__ volatile(NN2C_DSP_RECORD4("")
                      "str    %[s0], [%[q]], #4\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [q] "+r"(q),
                        [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo)
                      :
                      : "memory");
-#undef NN2C_DSP_RECORD_RQ
 #else
     const int32_t s[4] = {s0, s1, s2, s3};
     for (int32_t k = 0; k < 4; ++k, r += 3) {
@@ -2034,17 +2030,25 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     *y = q;
 }
 
+/* Channel j of a last, partial group of 4 (filter w16 in the order c0 c2 c1 c3), at byte `at` of each tap's
+ * pixel (base plus the tap's offset): acc plus its taps, one byte at a time. */
+NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const int16_t *w16, uintptr_t base, const intptr_t *taps, int32_t n_taps,
+                                            int32_t at, int32_t j, int32_t acc) {
+    static const int8_t slot[4] = {0, 2, 1, 3};
+    uint32_t sum = (uint32_t)acc;
+    for (int32_t t = 0; t < n_taps; ++t) {
+        sum += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[at] * (int32_t)w16[4 * t + slot[j]]);
+    }
+    return (int32_t)sum;
+}
+
 /* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
- * 4, in the order c0 c2 c1 c3): through the tap table, one byte at a time. */
+ * 4). */
 static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, uintptr_t base, const intptr_t *taps,
                                         int32_t n_taps, int8_t *out, int32_t n) {
-    static const int8_t slot[4] = {0, 2, 1, 3};
     for (int32_t j = 0; j < n; ++j) {
-        uint32_t acc = (uint32_t)rec[j];
-        for (int32_t t = 0; t < n_taps; ++t) {
-            acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[j] * (int32_t)w16[4 * t + slot[j]]);
-        }
-        out[j] = (int8_t)nn2c_record_requant((int32_t)acc, rec + 4 + 3 * j);
+        out[j] = (int8_t)nn2c_record_requant(nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, j, j, rec[j]),
+                                             rec + 4 + 3 * j);
     }
 }
 
@@ -2115,13 +2119,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
     }
     if (c < C) { /* the last, partial group */
         const int16_t *w16 = (const int16_t *)(const void *)wp;
-        static const int8_t slot[4] = {0, 2, 1, 3}; /* c0 c2 c1 c3 */
         for (int32_t j = 0; c + j < C; ++j) {
-            uint32_t acc = (uint32_t)p->bias[c + j];
-            for (int32_t t = 0; t < n_taps; ++t) {
-                acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c + j] * (int32_t)w16[4 * t + slot[j]]);
-            }
-            out[c + j] = (int8_t)nn2c_simd_requant(o, (int32_t)acc, c + j);
+            const int32_t acc = nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, c + j, j, p->bias[c + j]);
+            out[c + j] = (int8_t)nn2c_simd_requant(o, acc, c + j);
         }
     }
 #else

@@ -583,13 +583,10 @@ def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray
     OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant). A last, partial group is padded with channels of bias 0,
     multiplier 0 and r = 2, whose outputs the kernels compute but do not store."""
     channels = multipliers.size
-    padded = -(-channels // group) * group
-    mult = np.zeros(padded, dtype=np.int64)
-    mult[:channels] = multipliers
-    r = np.full(padded, -OUTPUT_RECORD_SHIFTS[1], dtype=np.int64)
-    r[:channels] = -shifts.astype(np.int64)
-    biases = np.zeros(padded, dtype=np.int64)
-    biases[:channels] = np.asarray(bias[:channels], dtype=np.int64)
+    pad = (0, -channels % group)
+    mult = np.pad(multipliers.astype(np.int64), pad)
+    r = np.pad(-shifts.astype(np.int64), pad, constant_values=-OUTPUT_RECORD_SHIFTS[1])
+    biases = np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
     stage = np.stack([mult, np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
                       r - 1], axis=1).reshape(-1, 3 * group)
     groups = np.concatenate([biases.reshape(-1, group), stage], axis=1)

@@ -149,15 +149,16 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             per_channel = real if len(real) > 1 else real * output_depth
             # the Arm DSP kernel reads a batch of 1 with records (nn2c_gemm_rows1_records); two rows at a time
             # read the arrays
+            dsp = ctx.target.simd == "dsp"
             fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),
-                                         act_min, act_max, records=ctx.target.simd == "dsp" and batches == 1)
+                                         act_min, act_max, records=dsp and batches == 1)
             params = ctx.params_struct("nn2c_fc_simd_params_t", {
                 "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
                 "batches": batches,
             })
-            if ctx.target.simd == "dsp" and batches >= 2:
+            if dsp and batches >= 2:
                 ctx.take_path("DSP_FC_BATCH_PAIRS")
-            if ctx.target.simd == "dsp" and fields["records"] == "NULL":
+            if dsp and fields["records"] == "NULL":
                 ctx.take_path("DSP_FC_ARRAYS")
             ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
             return
