@@ -189,6 +189,13 @@ DEPTHWISE_CASES = [
     # Arm DSP output-stage records (a positive output offset folded into their rounding) read through the
     # tap table of a 5x5 window
     Case((1, 7, 8, 12), 1, kernel=(5, 5), input_zp=4, output_zp=9),
+    # Helium: the windows of 5x5 and 7x7 filters inside the image by column and row steps, the table's loop
+    # over the border; last, partial groups of 16 above 8 channels (30, 14) and up to 8 (37, 6: predicated
+    # loads and stores), clamped and full-range
+    Case((1, 9, 10, 30), 1, kernel=(5, 5), activation="RELU6", input_zp=-128, output_zp=-128),
+    Case((1, 11, 11, 14), 1, kernel=(7, 7), input_zp=2, output_zp=-1),
+    Case((1, 10, 9, 37), 1, kernel=(7, 7), stride=(2, 2), activation="RELU", input_zp=-4, output_zp=-100),
+    Case((1, 8, 8, 6), 1, input_zp=1, output_zp=5),
 ]
 
 
@@ -383,12 +390,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     source = compile_model(path, CompileOptions(target=target)).files["model.c"]
     assert ".right = 0" in source and ".right = 1" in source  # both requantisations of the matrix product
     # the output stages from records (DSP: int8's range, shifts in [-24, -2]; with a last, partial group of
-    # channels too: convolutions of 5, 7 and 17 channels, depthwise layers of 17 and 35) and from the arrays
+    # channels too: convolutions of 5, 7 and 17 channels, depthwise layers of 6, 14, 17 and 35) and from the arrays
     records = re.findall(r"\.records = (\w+)", source)
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [8, 6]), kinds
+    assert kinds == ([0, 0] if target == "cortex-m55" else [8, 8]), kinds
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

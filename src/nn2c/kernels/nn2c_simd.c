@@ -976,6 +976,107 @@ NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d)
     return v;
 }
 
+#if defined(NN2C_INLINE_ASM)
+/* What nn2c_gemm_rows2_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
+typedef struct {
+    const int8_t *a0, *a1; /* 0, 4: the two rows */
+    int32_t blocks;        /* 8: whole blocks of 16 */
+    int32_t groups;        /* 12: groups of 4 channels left */
+    int8_t *o0, *o1;       /* 16, 20: where the next group's outputs go */
+    int32_t mp_at, sp_at;  /* 24, 28: the multipliers' and shifts' byte offsets from the bias */
+    int32_t tail;          /* 32: depth % 16 */
+} nn2c_mve_rows2_walk_t;
+
+/* The whole groups of 4 channels of two rows for a layer without left shifts (nn2c_gemm_s8_t.right), in
+ * one assembly loop: the sums start at the bias (two LDM into the eight even registers VMLADAVA needs),
+ * the blocks of 16 (a last, partial one with predicated, zeroing input loads: P0 = VCTP.8 of the tail,
+ * set once), then the output stage and the stores, the loop's state in *walk and the limits in vectors.
+ * GCC 12 spent some 75 instructions per group around the C version's sums (pointers and limits reloaded
+ * from the stack, the bias and per-channel pointers recomputed), 37 here. */
+#define NN2C_MVE_ROWS2_BLOCKS \
+    "1:\n\t" \
+    "ldm          %[bias], {%[s00], %[s01], %[s02], %[s03]}\n\t" \
+    "ldm          %[bias]!, {%[s10], %[s11], %[s12], %[s13]}\n\t" \
+    "ldrd         %[x0], %[x1], [%[st]]\n\t" \
+    "ldr          %[n], [%[st], #8]\n" \
+    "2:\n\t" \
+    "vldrb.8      %q[v0], [%[x0]], #16\n\t" \
+    "vldrb.8      %q[v1], [%[x1]], #16\n\t" \
+    NN2C_MVE_DOT4("vmladava.s8") \
+    "subs         %[n], %[n], #1\n\t" \
+    "bne          2b\n\t"
+#define NN2C_MVE_ROWS2_TAIL \
+    "vpstt\n\t" \
+    "vldrbt.8     %q[v0], [%[x0]]\n\t" \
+    "vldrbt.8     %q[v1], [%[x1]]\n\t" \
+    NN2C_MVE_DOT4("vmladava.s8")
+#define NN2C_MVE_ROWS2_OUT \
+    "vmov         %q[v0][2], %q[v0][0], %[s00], %[s02]\n\t" \
+    "vmov         %q[v0][3], %q[v0][1], %[s01], %[s03]\n\t" \
+    "vmov         %q[v1][2], %q[v1][0], %[s10], %[s12]\n\t" \
+    "vmov         %q[v1][3], %q[v1][1], %[s11], %[s13]\n\t" \
+    "ldrd         %[s00], %[s01], [%[st], #24]\n\t" \
+    "add          %[s00], %[s00], %[bias]\n\t" \
+    "add          %[s01], %[s01], %[bias]\n\t" \
+    "vldrw.u32    %q[b], [%[s00], #-16]\n\t" \
+    "vldrw.u32    %q[s], [%[s01], #-16]\n\t" \
+    "vqrdmulh.s32 %q[v0], %q[v0], %q[b]\n\t" \
+    "vqrdmulh.s32 %q[v1], %q[v1], %q[b]\n\t" \
+    "vand         %q[t], %q[v0], %q[s]\n\t" \
+    "vshr.s32     %q[t], %q[t], #31\n\t" \
+    "vqadd.s32    %q[v0], %q[v0], %q[t]\n\t" \
+    "vand         %q[t], %q[v1], %q[s]\n\t" \
+    "vshr.s32     %q[t], %q[t], #31\n\t" \
+    "vqadd.s32    %q[v1], %q[v1], %q[t]\n\t" \
+    "vrshl.s32    %q[v0], %q[v0], %q[s]\n\t" \
+    "vrshl.s32    %q[v1], %q[v1], %q[s]\n\t" \
+    "vadd.i32     %q[v0], %q[v0], %q[off]\n\t" \
+    "vadd.i32     %q[v1], %q[v1], %q[off]\n\t" \
+    "vmax.s32     %q[v0], %q[v0], %q[lo]\n\t" \
+    "vmax.s32     %q[v1], %q[v1], %q[lo]\n\t" \
+    "vmin.s32     %q[v0], %q[v0], %q[hi]\n\t" \
+    "vmin.s32     %q[v1], %q[v1], %q[hi]\n\t" \
+    "ldrd         %[s00], %[s01], [%[st], #16]\n\t" \
+    "vstrb.32     %q[v0], [%[s00]], #4\n\t" \
+    "vstrb.32     %q[v1], [%[s01]], #4\n\t" \
+    "strd         %[s00], %[s01], [%[st], #16]\n\t" \
+    "ldr          %[s00], [%[st], #12]\n\t" \
+    "subs         %[s00], %[s00], #1\n\t" \
+    "str          %[s00], [%[st], #12]\n\t" \
+    "bne          1b\n\t"
+#define NN2C_MVE_ROWS2_OPERANDS \
+    [s00] "=&r"(s00), [s01] "=&r"(s01), [s02] "=&r"(s02), [s03] "=&r"(s03), [s10] "=&r"(s10), \
+    [s11] "=&r"(s11), [s12] "=&r"(s12), [s13] "=&r"(s13), [x0] "=&r"(x0), [x1] "=&r"(x1), [n] "=&r"(n), \
+    [w] "+r"(w), [bias] "+r"(bias), [v0] "=&w"(v0), [v1] "=&w"(v1), [b] "=&w"(b), [s] "=&w"(sh), [t] "=&w"(t)
+__attribute__((noinline)) static void nn2c_gemm_rows2_groups(const nn2c_gemm_s8_t *m, nn2c_mve_rows2_walk_t *walk,
+                                                             const int8_t *w) {
+    register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
+    register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
+    const int8_t *x0, *x1;
+    const int32_t *bias = m->bias;
+    int32_t n;
+    int8x16_t v0, v1, b, sh, t;
+    const int32x4_t off = vdupq_n_s32(m->output_offset), lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max);
+    if (walk->tail) {
+        __asm__ volatile("ldr          %[n], [%[st], #32]\n\t"
+                         "vctp.8       %[n]\n\t"
+                         NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_TAIL NN2C_MVE_ROWS2_OUT
+                         : NN2C_MVE_ROWS2_OPERANDS
+                         : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
+                         : "cc", "memory");
+    } else {
+        __asm__ volatile(NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_OUT
+                         : NN2C_MVE_ROWS2_OPERANDS
+                         : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
+                         : "cc", "memory");
+    }
+}
+#undef NN2C_MVE_ROWS2_OPERANDS
+#undef NN2C_MVE_ROWS2_OUT
+#undef NN2C_MVE_ROWS2_TAIL
+#undef NN2C_MVE_ROWS2_BLOCKS
+#endif
+
 /* G = 4, KB = 16. Two rows x four channels per step: 6 vector loads, 8 VMLADAVA (128 MACs);
  * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded.
  * The full blocks run in assembly: VMLADAVA accumulates into even registers only, and GCC 12
@@ -989,7 +1090,18 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
     const int32x4_t offset = vdupq_n_s32(m->output_offset);
     const int32x4_t lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max);
     const mve_pred16_t tail_pred = vctp8q((uint32_t)tail);
-    for (int32_t c = 0; c < out_c; c += 4) {
+    int32_t c = 0;
+#if defined(NN2C_INLINE_ASM)
+    if (right && out_c >= 4) { /* the whole groups in assembly (nn2c_gemm_rows2_groups) */
+        nn2c_mve_rows2_walk_t walk = {a0, a1, blocks, out_c >> 2, o0, o1,
+                                      (int32_t)((const char *)m->multipliers - (const char *)m->bias),
+                                      (int32_t)((const char *)m->shifts - (const char *)m->bias), tail};
+        nn2c_gemm_rows2_groups(m, &walk, w);
+        c = out_c & ~3;
+        w += c * m->depth_padded;
+    }
+#endif
+    for (; c < out_c; c += 4) {
 #if defined(NN2C_INLINE_ASM)
         register int32_t s00 __asm__("r0"), s01 __asm__("r2"), s02 __asm__("r4"), s03 __asm__("r6");
         register int32_t s10 __asm__("r8"), s11 __asm__("r10"), s12 __asm__("r12"), s13 __asm__("lr");
@@ -2248,7 +2360,7 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     "vadd.i32     %q[" E "], %q[" E "], %[r]\n\t"
 /* the four sums clamped to the limits of o (a nn2c_simd_out_t), narrowed and stored at the low register
  * P: pixel A's channels 0-7 (e0 / o0), then the next 8 (e1 / o1) */
-#define NN2C_MVE_DW_CLAMP_STORE(P) \
+#define NN2C_MVE_DW_CLAMP4 \
     "ldr          %[r], [%[o], %[lo_at]]\n\t" \
     "vdup.32      %q[t], %[r]\n\t" \
     "vmax.s32     %q[e0], %q[e0], %q[t]\n\t" \
@@ -2260,7 +2372,9 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     "vmin.s32     %q[e0], %q[e0], %q[t]\n\t" \
     "vmin.s32     %q[o0], %q[o0], %q[t]\n\t" \
     "vmin.s32     %q[e1], %q[e1], %q[t]\n\t" \
-    "vmin.s32     %q[o1], %q[o1], %q[t]\n\t" \
+    "vmin.s32     %q[o1], %q[o1], %q[t]\n\t"
+#define NN2C_MVE_DW_CLAMP_STORE(P) \
+    NN2C_MVE_DW_CLAMP4 \
     "vmovnb.i32   %q[a], %q[e0]\n\t" \
     "vmovnt.i32   %q[a], %q[o0]\n\t" \
     "vstrb.16     %q[a], [%[" P "]], #8\n\t" \
@@ -2309,22 +2423,39 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
     [t] "=&w"(t), [wt] "+l"(wt), [x] "=&l"(x), [xg] "+r"(xg), [dst] "+l"(dst), [bias] "+r"(bias), \
     [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&l"(r)
 
-/* (one copy, called: its two assembly loops are some 1,500 bytes of code; the calls cost kws's depthwise
- * layers 0.4% more instructions than three inlined copies, measured in QEMU) */
-__attribute__((noinline)) static void nn2c_dw_3x3_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
-                                                        int32_t groups, uintptr_t base, const intptr_t *taps,
-                                                        const nn2c_dw_window_t *window, const int8_t *wt,
-                                                        int8_t *out) {
+/* The whole groups of 16 channels of one window. Inside the image (window->col != 0, a square 3x3, 5x5 or
+ * 7x7 filter) each tap is a column step from the last, or a row step from a row's last tap: a 3x3 window
+ * unrolled (13 instructions per tap), 5x5 and 7x7 a loop over the rows (a row's taps unrolled: 13 per tap,
+ * 3 more per row). Over the border (or another filter size) each tap's offset comes from the table: 9 taps
+ * unrolled (14 per tap), other counts a loop (16 per tap). One copy, called: the calls cost kws's depthwise
+ * layers 0.4% more instructions than inlined copies (measured in QEMU), and each loop is a kilobyte of code. */
+__attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                                                           int32_t groups, uintptr_t base, const intptr_t *taps,
+                                                           int32_t n_taps, const nn2c_dw_window_t *window,
+                                                           const int8_t *wt, int8_t *out) {
     const int8_t *xg = (const int8_t *)base, *x;
     const int32_t *bias = p->bias, *mp = p->multipliers, *sp = p->shifts;
     int8_t *dst = out;
     int32_t k = groups, r;
     int32x4_t e0, o0, e1, o1, a, b, t;
-    if (window->col != 0) { /* inside the image: each tap a column step from the last, or from a row's
-                             * third tap to the next row's first (13 instructions per tap) */
+#define NN2C_MVE_DW_COL "add %[x], %[x], %[col]\n\t"
+#define NN2C_MVE_DW_ROW3 NN2C_MVE_DW_TAP16 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16
+#define NN2C_MVE_DW_ROW5 NN2C_MVE_DW_ROW3 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16
+#define NN2C_MVE_DW_ROW7 NN2C_MVE_DW_ROW5 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16 NN2C_MVE_DW_COL NN2C_MVE_DW_TAP16
+/* the rows of a window inside the image, a loop (the row count in r, free until the output stage) */
+#define NN2C_MVE_DW_ROWS(N, ROW) \
+    "1:\n\t" \
+    NN2C_MVE_DW_BIAS16 \
+    "mov          %[x], %[xg]\n\t" \
+    "movs         %[r], #" N "\n" \
+    "2:\n\t" \
+    ROW "add %[x], %[x], %[back]\n\t" \
+    "subs         %[r], %[r], #1\n\t" \
+    "bne          2b\n\t" \
+    "add          %[xg], %[xg], #16\n\t" \
+    NN2C_MVE_DW_OUT16
+    if (window->col != 0 && n_taps == 9) {
         const int32_t col = window->col, back = window->row - 2 * window->col;
-#define NN2C_MVE_DW_ROW3 \
-    NN2C_MVE_DW_TAP16 "add %[x], %[x], %[col]\n\t" NN2C_MVE_DW_TAP16 "add %[x], %[x], %[col]\n\t" NN2C_MVE_DW_TAP16
         __asm__ volatile(
             "1:\n\t"
             NN2C_MVE_DW_BIAS16
@@ -2337,8 +2468,19 @@ __attribute__((noinline)) static void nn2c_dw_3x3_right(const nn2c_dw_simd_param
             : NN2C_MVE_DW_OPERANDS
             : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
             : "cc", "memory");
-#undef NN2C_MVE_DW_ROW3
-    } else { /* over the border: each tap's offset from the table (14 instructions per tap) */
+    } else if (window->col != 0 && n_taps == 25) {
+        const int32_t col = window->col, back = window->row - 4 * window->col;
+        __asm__ volatile(NN2C_MVE_DW_ROWS("5", NN2C_MVE_DW_ROW5)
+                         : NN2C_MVE_DW_OPERANDS
+                         : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
+                         : "cc", "memory");
+    } else if (window->col != 0) { /* 7x7 (nn2c_dw_s8_simd sets col only for these three) */
+        const int32_t col = window->col, back = window->row - 6 * window->col;
+        __asm__ volatile(NN2C_MVE_DW_ROWS("7", NN2C_MVE_DW_ROW7)
+                         : NN2C_MVE_DW_OPERANDS
+                         : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
+                         : "cc", "memory");
+    } else if (n_taps == 9) {
         const intptr_t *tp = taps;
 #define NN2C_MVE_DW_TABLE_TAP "ldr %[x], [%[tp]], #4\n\t" "add %[x], %[x], %[xg]\n\t" NN2C_MVE_DW_TAP16
 #define NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_TAP NN2C_MVE_DW_TABLE_TAP NN2C_MVE_DW_TABLE_TAP
@@ -2353,21 +2495,171 @@ __attribute__((noinline)) static void nn2c_dw_3x3_right(const nn2c_dw_simd_param
             : NN2C_MVE_DW_OUT_FIELDS
             : "cc", "memory");
 #undef NN2C_MVE_DW_TABLE_ROW3
-#undef NN2C_MVE_DW_TABLE_TAP
+    } else { /* any tap count: a loop over the table (the count in r, free until the output stage); always
+              * clamped (asm takes at most 30 operands: no room for the full-range flag's offset) */
+        const intptr_t *tp = taps;
+        __asm__ volatile(
+            "1:\n\t"
+            NN2C_MVE_DW_BIAS16
+            "mov          %[r], %[nt]\n"
+            "2:\n\t"
+            NN2C_MVE_DW_TABLE_TAP
+            "subs         %[r], %[r], #1\n\t"
+            "bne          2b\n\t"
+            "sub.w        %[tp], %[tp], %[nt], lsl #2\n\t"
+            "add          %[xg], %[xg], #16\n\t"
+            "ldr          %[r], [%[o], %[off_at]]\n\t"
+            NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1")
+            NN2C_MVE_DW_CLAMP_STORE("dst")
+            "subs         %[k], %[k], #1\n\t"
+            "bne          1b\n\t"
+            : NN2C_MVE_DW_OPERANDS, [tp] "+r"(tp)
+            : [nt] "r"(n_taps), [o] "r"(o), [off_at] "i"(offsetof(nn2c_simd_out_t, offset)),
+              [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)), [hi_at] "i"(offsetof(nn2c_simd_out_t, hi))
+            : "cc", "memory");
     }
+#undef NN2C_MVE_DW_TABLE_TAP
+#undef NN2C_MVE_DW_ROWS
+#undef NN2C_MVE_DW_ROW7
+#undef NN2C_MVE_DW_ROW5
+#undef NN2C_MVE_DW_ROW3
+#undef NN2C_MVE_DW_COL
 }
 
-/* count neighbouring output pixels (windows `step` bytes apart, all inside the image, whole groups of 16
- * channels) by nn2c_dw_3x3_right, in a loop of their own: the pixel loop of nn2c_dw_s8_simd keeps some
+/* The last, partial group of n (1 to 15) channels at channel c of one window (a pruned layer's; filter and
+ * per-channel arrays zero-padded to the whole group): the taps from the table (16 instructions per tap),
+ * the input loads and the stores predicated to the n channels, so that nothing past the pixel's channels
+ * is read or written. Above 8 channels the first half is whole and only the second half's loads and
+ * stores are predicated (VPST, P0 = VCTP.16 n - 8); up to 8, only the first half is computed. A 14-channel
+ * 3x3 layer took 407 instructions per pixel in the C path's groups of 8 (QEMU). */
+__attribute__((noinline)) static void nn2c_dw_last_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                                                         int32_t c, int32_t n, uintptr_t base, const intptr_t *taps,
+                                                         int32_t n_taps, const int8_t *wt, int8_t *out) {
+    const int8_t *xg = (const int8_t *)(base + (uintptr_t)c), *x;
+    const int32_t *bias = p->bias + c, *mp = p->multipliers + c, *sp = p->shifts + c;
+    const intptr_t *tp = taps;
+    int8_t *const dst = out + c;
+    int32_t k = n_taps, r;
+    int32x4_t e0, o0, e1, o1, a, b, t;
+/* (the pointers that stay put are inputs: asm takes at most 30 operands, an in-out one counts twice) */
+#define NN2C_MVE_DW_LAST_OPERANDS \
+    [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [a] "=&w"(a), [b] "=&w"(b), [t] "=&w"(t), \
+    [wt] "+l"(wt), [x] "=&l"(x), [bias] "+r"(bias), [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&l"(r), \
+    [tp] "+r"(tp)
+#define NN2C_MVE_DW_LAST_INPUTS [xg] "r"(xg), [dst] "l"(dst)
+    if (n > 8) {
+        __asm__ volatile(
+            "vctp.16      %[n]\n\t"
+            NN2C_MVE_DW_BIAS16
+            "1:\n\t"
+            "ldr          %[x], [%[tp]], #4\n\t"
+            "add          %[x], %[x], %[xg]\n\t"
+            "vldrb.s16    %q[a], [%[x]]\n\t"
+            "vldrb.s16    %q[b], [%[wt]], #8\n\t"
+            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[e0], %q[e0], %q[t]\n\t"
+            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[o0], %q[o0], %q[t]\n\t"
+            "vpst\n\t"
+            "vldrbt.s16   %q[a], [%[x], #8]\n\t"
+            "vldrb.s16    %q[b], [%[wt]], #8\n\t"
+            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[e1], %q[e1], %q[t]\n\t"
+            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[o1], %q[o1], %q[t]\n\t"
+            "subs         %[k], %[k], #1\n\t"
+            "bne          1b\n\t"
+            "ldr          %[r], [%[o], %[off_at]]\n\t"
+            NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1")
+            "ldr          %[r], [%[o], %[full_at]]\n\t"
+            "cbz          %[r], 5f\n\t"
+            "vqmovnb.s32  %q[a], %q[e0]\n\t"
+            "vqmovnt.s32  %q[a], %q[o0]\n\t"
+            "vqmovnb.s16  %q[a], %q[a]\n\t"
+            "vqmovnb.s32  %q[b], %q[e1]\n\t"
+            "vqmovnt.s32  %q[b], %q[o1]\n\t"
+            "vqmovnb.s16  %q[b], %q[b]\n\t"
+            "b            6f\n"
+            "5:\n\t"
+            NN2C_MVE_DW_CLAMP4
+            "vmovnb.i32   %q[a], %q[e0]\n\t"
+            "vmovnt.i32   %q[a], %q[o0]\n\t"
+            "vmovnb.i32   %q[b], %q[e1]\n\t"
+            "vmovnt.i32   %q[b], %q[o1]\n"
+            "6:\n\t"
+            "vstrb.16     %q[a], [%[dst]]\n\t"
+            "vpst\n\t"
+            "vstrbt.16    %q[b], [%[dst], #8]\n\t"
+            : NN2C_MVE_DW_LAST_OPERANDS
+            : [n] "r"(n - 8), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
+            : "cc", "memory");
+    } else {
+        __asm__ volatile(
+            "vctp.16      %[n]\n\t"
+            "vldrw.u32    %q[e0], [%[bias]]\n\t"
+            "vldrw.u32    %q[o0], [%[bias], #16]\n\t"
+            "1:\n\t"
+            "ldr          %[x], [%[tp]], #4\n\t"
+            "add          %[x], %[x], %[xg]\n\t"
+            "vpst\n\t"
+            "vldrbt.s16   %q[a], [%[x]]\n\t"
+            "vldrb.s16    %q[b], [%[wt]], #16\n\t" /* (the group's second half: zero) */
+            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[e0], %q[e0], %q[t]\n\t"
+            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
+            "vadd.i32     %q[o0], %q[o0], %q[t]\n\t"
+            "subs         %[k], %[k], #1\n\t"
+            "bne          1b\n\t"
+            "ldr          %[r], [%[o], %[off_at]]\n\t"
+            NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0")
+            "ldr          %[r], [%[o], %[full_at]]\n\t"
+            "cbz          %[r], 5f\n\t"
+            "vqmovnb.s32  %q[a], %q[e0]\n\t"
+            "vqmovnt.s32  %q[a], %q[o0]\n\t"
+            "vqmovnb.s16  %q[a], %q[a]\n\t"
+            "b            6f\n"
+            "5:\n\t"
+            "ldr          %[r], [%[o], %[lo_at]]\n\t"
+            "vdup.32      %q[t], %[r]\n\t"
+            "vmax.s32     %q[e0], %q[e0], %q[t]\n\t"
+            "vmax.s32     %q[o0], %q[o0], %q[t]\n\t"
+            "ldr          %[r], [%[o], %[hi_at]]\n\t"
+            "vdup.32      %q[t], %[r]\n\t"
+            "vmin.s32     %q[e0], %q[e0], %q[t]\n\t"
+            "vmin.s32     %q[o0], %q[o0], %q[t]\n\t"
+            "vmovnb.i32   %q[a], %q[e0]\n\t"
+            "vmovnt.i32   %q[a], %q[o0]\n"
+            "6:\n\t"
+            "vpst\n\t"
+            "vstrbt.16    %q[a], [%[dst]]\n\t"
+            : NN2C_MVE_DW_LAST_OPERANDS
+            : [n] "r"(n), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
+            : "cc", "memory");
+    }
+#undef NN2C_MVE_DW_LAST_INPUTS
+#undef NN2C_MVE_DW_LAST_OPERANDS
+}
+
+/* All channels of one window of a layer without left shifts: the whole groups, then a partial one. */
+NN2C_INLINE void nn2c_dw_window_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o, int32_t C,
+                                      uintptr_t base, const intptr_t *taps, int32_t n_taps,
+                                      const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
+    const int32_t groups = C >> 4, last = C & 15;
+    if (groups > 0) nn2c_dw_groups_right(p, o, groups, base, taps, n_taps, window, filter, out);
+    if (last > 0) nn2c_dw_last_right(p, o, C - last, last, base, taps, n_taps, filter + (C - last) * n_taps, out);
+}
+
+/* count neighbouring output pixels (windows `step` bytes apart, all inside the image; inner: their tap
+ * offsets) by nn2c_dw_window_right, in a loop of their own: the pixel loop of nn2c_dw_s8_simd keeps some
  * 25 values and spent about 90 instructions a pixel reloading them around the assembly (a window over
- * the border is one call of nn2c_dw_3x3_right from that loop). */
-__attribute__((noinline)) static void nn2c_dw_3x3_run_right(const nn2c_dw_simd_params_t *p,
-                                                            const nn2c_simd_out_t *o, int32_t groups, uintptr_t base,
-                                                            int32_t step, int32_t count, const nn2c_dw_window_t *window,
-                                                            const int8_t *filter, int8_t *out) {
-    const int32_t channels = 16 * groups;
-    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += channels) {
-        nn2c_dw_3x3_right(p, o, groups, base, NULL, window, filter, out);
+ * the border is one call of nn2c_dw_window_right from that loop). */
+__attribute__((noinline)) static void nn2c_dw_run_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
+                                                        int32_t C, uintptr_t base, int32_t step, int32_t count,
+                                                        const intptr_t *inner, int32_t n_taps,
+                                                        const nn2c_dw_window_t *window, const int8_t *filter,
+                                                        int8_t *out) {
+    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
+        nn2c_dw_window_right(p, o, C, base, inner, n_taps, window, filter, out);
     }
 }
 
@@ -2385,7 +2677,7 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
     int32_t r;
 /* pixel A's sums in e0 / o0, pixel B's in e1 / o1 (channels 0 2 4 6 / 1 3 5 7) */
 #define NN2C_MVE_DW_PAIR_TAP \
-    "vldrb.s16  %q[w], [%[wt]], #8\n\t" \
+    "vldrb.s16  %q[w], [%[wt]], #16\n\t" /* (the group's second half: zero) */ \
     "vldrb.s16  %q[a], [%[xa]]\n\t" \
     "vmullb.s16 %q[t], %q[a], %q[w]\n\t" \
     "vadd.i32   %q[e0], %q[e0], %q[t]\n\t" \
@@ -2434,33 +2726,28 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
 #undef NN2C_MVE_DW_OUT16
 #undef NN2C_MVE_DW_OUT_FIELDS
 #undef NN2C_MVE_DW_CLAMP_STORE
+#undef NN2C_MVE_DW_CLAMP4
 #undef NN2C_MVE_DW_SAT_STORE
 #undef NN2C_MVE_DW_RQ
 #undef NN2C_MVE_DW_BIAS16
 #undef NN2C_MVE_DW_TAP16
 #endif
 
-/* 16 channels per step (one tap pointer load per 16 channels): 14 instructions per tap; a 3x3 filter
- * without left shifts takes nn2c_dw_3x3_right (window: `right` and the 3x3 steps). */
+/* A layer with left shifts (or built without the inline assembly): 16 channels per step (in assembly, one
+ * tap pointer load per 16 channels: 16 instructions per tap), the output stage in C; the last, partial
+ * group with predicated (zeroing) loads and stores. */
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
     int32_t c = 0;
-#if defined(NN2C_INLINE_ASM)
-    if (n_taps == 9 && window->right && C >= 16) { /* a 3x3 filter (the tap table's 9 entries) */
-        nn2c_dw_3x3_right(p, o, C / 16, base, taps, window, filter, out);
-        c = C - C % 16;
-        filter += c * n_taps;
-    }
-#endif
     for (; c + 16 <= C; c += 16, filter += 16 * n_taps) {
-        const int32_t n = C - c;
         int32x4_t e0 = vldrwq_s32(p->bias + c), o0 = vldrwq_s32(p->bias + c + 4);
         int32x4_t e1 = vldrwq_s32(p->bias + c + 8), o1 = vldrwq_s32(p->bias + c + 12);
-        const int8_t *wt = filter;
+#if defined(NN2C_INLINE_ASM)
         {
             /* in assembly: GCC 12 loads both halves first and, short of vector registers, keeps one
              * sum on the stack (18 instructions per tap measured, 16 here) */
+            const int8_t *wt = filter;
             const intptr_t *tp = taps;
             const uintptr_t bc = base + (uintptr_t)c;
             const int8_t *x;
@@ -2490,38 +2777,45 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
                 : [bc] "r"(bc)
                 : "cc", "memory");
         }
+#else
+        for (int32_t t = 0; t < n_taps; ++t) {
+            const int8_t *x = nn2c_dw_tap(base, taps[t]) + c, *w = filter + 16 * t;
+            int16x8_t xv = vldrbq_s16(x), wv = vldrbq_s16(w);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(xv, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(xv, wv));
+            xv = vldrbq_s16(x + 8);
+            wv = vldrbq_s16(w + 8);
+            e1 = vaddq_s32(e1, vmullbq_int_s16(xv, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(xv, wv));
+        }
+#endif
         if (window->right) {
             nn2c_dw_out8_right(p, o, c, e0, o0, out);
             nn2c_dw_out8_right(p, o, c + 8, e1, o1, out);
         } else {
-            nn2c_dw_out8(p, o, c, e0, o0, out, n);
-            nn2c_dw_out8(p, o, c + 8, e1, o1, out, n - 8);
+            nn2c_dw_out8(p, o, c, e0, o0, out, 8);
+            nn2c_dw_out8(p, o, c + 8, e1, o1, out, 8);
         }
     }
-    /* the channels after the last 16: groups of 8, the last one with zeroing loads */
-    for (; c < C; c += 8, filter += 8 * n_taps) {
+    if (c < C) { /* the last, partial group: its filter and per-channel arrays are zero-padded to 16 */
         const int32_t n = C - c;
-        int32x4_t even = vldrwq_s32(p->bias + c), odd = vldrwq_s32(p->bias + c + 4);
-        if (n >= 8) {
-            for (int32_t t = 0; t < n_taps; ++t) {
-                const int16x8_t x = vldrbq_s16(nn2c_dw_tap(base, taps[t]) + c), w = vldrbq_s16(filter + 8 * t);
-                even = vaddq_s32(even, vmullbq_int_s16(x, w));
-                odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
-            }
-        } else {
-            const mve_pred16_t pred = vctp16q((uint32_t)n);
-            for (int32_t t = 0; t < n_taps; ++t) {
-                const int16x8_t x = vldrbq_z_s16(nn2c_dw_tap(base, taps[t]) + c, pred);
-                const int16x8_t w = vldrbq_s16(filter + 8 * t);
-                even = vaddq_s32(even, vmullbq_int_s16(x, w));
-                odd = vaddq_s32(odd, vmulltq_int_s16(x, w));
+        const mve_pred16_t first = vctp16q((uint32_t)(n < 8 ? n : 8)), second = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
+        int32x4_t e0 = vldrwq_s32(p->bias + c), o0 = vldrwq_s32(p->bias + c + 4);
+        int32x4_t e1 = vldrwq_s32(p->bias + c + 8), o1 = vldrwq_s32(p->bias + c + 12);
+        for (int32_t t = 0; t < n_taps; ++t) {
+            const int8_t *x = nn2c_dw_tap(base, taps[t]) + c, *w = filter + 16 * t;
+            int16x8_t xv = vldrbq_z_s16(x, first), wv = vldrbq_s16(w);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(xv, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(xv, wv));
+            if (n > 8) {
+                xv = vldrbq_z_s16(x + 8, second);
+                wv = vldrbq_s16(w + 8);
+                e1 = vaddq_s32(e1, vmullbq_int_s16(xv, wv));
+                o1 = vaddq_s32(o1, vmulltq_int_s16(xv, wv));
             }
         }
-        if (window->right && n >= 8) {
-            nn2c_dw_out8_right(p, o, c, even, odd, out);
-        } else {
-            nn2c_dw_out8(p, o, c, even, odd, out, n);
-        }
+        nn2c_dw_out8(p, o, c, e0, o0, out, n);
+        nn2c_dw_out8(p, o, c + 8, e1, o1, out, n - 8);
     }
 }
 #else
@@ -2542,11 +2836,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             if (L == 4) { /* int16, c0 c2 c1 c3 */
                 const int16_t *w16 = (const int16_t *)(const void *)filter;
                 w = w16[(group * n_taps + t) * 4 + (j >> 1) + 2 * (j & 1)];
-            } else if (c < C - C % 16) { /* L = 16: whole groups of 16 */
+            } else { /* L = 16: groups of 16, the last one zero-padded */
                 w = filter[(group * n_taps + t) * 16 + j];
-            } else { /* then groups of 8 */
-                const int32_t r = c - (C - C % 16);
-                w = filter[(C - C % 16) * n_taps + ((r / 8) * n_taps + t) * 8 + r % 8];
             }
             acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c] * w);
         }
@@ -2591,12 +2882,17 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const int right = 0;
 #endif
     const int grid3 = g->filter_h == 3 && g->filter_w == 3;
+#if defined(NN2C_SIMD_MVE)
+    /* the square filters whose windows inside the image the assembly walks by column and row steps */
+    const int stepped = grid3 || (g->filter_h == g->filter_w && (g->filter_w == 5 || g->filter_w == 7));
+#else
+    const int stepped = grid3;
+#endif
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
     const int pairs8 = grid3 && right && C == 8; /* two pixels' 8 channels as one group of 16 */
-    const int runs16 = grid3 && right && C % 16 == 0; /* whole groups of 16: a row's inner windows in one call */
 #endif
     const nn2c_dw_window_t by_table = {right, 0, 0};
-    const nn2c_dw_window_t by_steps = {right, grid3 ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
+    const nn2c_dw_window_t by_steps = {right, stepped ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
     nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
     const intptr_t row_step = (intptr_t)g->dilation_h * g->in_w * C, col_step = (intptr_t)g->dilation_w * C;
     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
@@ -2652,22 +2948,22 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
-                if (runs16 && taps != inner) {
-                    nn2c_dw_3x3_right(p, &o, C / 16, base, taps, window, filter, out);
-                    continue;
-                }
-                if (runs16 && taps == inner) {
-                    /* this window and the next ones of the row inside the image: one call for the run */
-                    int32_t n = 1;
-                    while (ox + n < g->out_w && ix0 + n * g->stride_w + span_w < g->in_w) ++n;
-                    nn2c_dw_3x3_run_right(p, &o, C / 16, base, g->stride_w * C, n, window, filter, out);
-                    ox += n - 1;
-                    continue;
-                }
                 if (pairs8 && taps == inner && ox + 1 < g->out_w && ix0 + g->stride_w + span_w < g->in_w) {
                     /* this window and the next inside the image */
                     nn2c_dw_3x3_pair8_right(p, &o, base, g->stride_w * C, window, filter, out);
                     ++ox;
+                    continue;
+                }
+                if (right && taps != inner) {
+                    nn2c_dw_window_right(p, &o, C, base, taps, n_taps, window, filter, out);
+                    continue;
+                }
+                if (right) {
+                    /* this window and the next ones of the row inside the image: one call for the run */
+                    int32_t n = 1;
+                    while (ox + n < g->out_w && ix0 + n * g->stride_w + span_w < g->in_w) ++n;
+                    nn2c_dw_run_right(p, &o, C, base, g->stride_w * C, n, inner, n_taps, window, filter, out);
+                    ox += n - 1;
                     continue;
                 }
 #endif

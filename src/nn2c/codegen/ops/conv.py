@@ -522,9 +522,9 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     mantissas, shifts = quantize_multipliers(real)
     bias_data = None if bias is None else np.asarray(bias.data)
     per_channel = {
-        "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, min(lanes, 8)),
-        "multipliers": pad_channels(mantissas, min(lanes, 8)),
-        "shifts": pad_channels(shifts, min(lanes, 8)),
+        "bias": folded_bias(bias_data, np.ascontiguousarray(data.T), -zero_point(x), geom.out_c, lanes),
+        "multipliers": pad_channels(mantissas, lanes),
+        "shifts": pad_channels(shifts, lanes),
     }
     if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
@@ -552,12 +552,8 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word)
         packed = ctx.const_array(pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16).reshape(-1), "int16_t",
                                  "depthwise filter, groups of 4 channels as int16 (c0 c2 c1 c3)")
-    else:  # MVE: groups of 16 channels, the rest in groups of 8
-        whole = geom.out_c - geom.out_c % 16
-        parts = [pack_dw_filter(data[:, :whole], 16).reshape(-1)] if whole else []
-        if whole < geom.out_c:
-            parts.append(pack_dw_filter(data[:, whole:], 8).reshape(-1))
-        packed = ctx.const_array(np.concatenate(parts), "int8_t", "depthwise filter, groups of 16 (then 8) channels")
+    else:  # MVE: groups of 16 channels, the last one zero-padded (its loads and stores predicated)
+        packed = ctx.const_array(pack_dw_filter(data, 16).reshape(-1), "int8_t", "depthwise filter, groups of 16 channels")
     filter_arg = f"(const int8_t *){packed}" if lanes == 4 else packed
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
 
