@@ -1010,7 +1010,7 @@ typedef struct {
     "vldrbt.8     %q[v0], [%[x0]]\n\t" \
     "vldrbt.8     %q[v1], [%[x1]]\n\t" \
     NN2C_MVE_DOT4("vmladava.s8")
-#define NN2C_MVE_ROWS2_OUT \
+#define NN2C_MVE_ROWS2_OUT(FIX) \
     "vmov         %q[v0][2], %q[v0][0], %[s00], %[s02]\n\t" \
     "vmov         %q[v0][3], %q[v0][1], %[s01], %[s03]\n\t" \
     "vmov         %q[v1][2], %q[v1][0], %[s10], %[s12]\n\t" \
@@ -1022,11 +1022,9 @@ typedef struct {
     "vldrw.u32    %q[s], [%[s01], #-16]\n\t" \
     "vqrdmulh.s32 %q[v0], %q[v0], %q[b]\n\t" \
     "vqrdmulh.s32 %q[v1], %q[v1], %q[b]\n\t" \
-    "vand         %q[t], %q[v0], %q[s]\n\t" \
-    "vshr.s32     %q[t], %q[t], #31\n\t" \
+    FIX("v0") \
     "vqadd.s32    %q[v0], %q[v0], %q[t]\n\t" \
-    "vand         %q[t], %q[v1], %q[s]\n\t" \
-    "vshr.s32     %q[t], %q[t], #31\n\t" \
+    FIX("v1") \
     "vqadd.s32    %q[v1], %q[v1], %q[t]\n\t" \
     "vrshl.s32    %q[v0], %q[v0], %q[s]\n\t" \
     "vrshl.s32    %q[v1], %q[v1], %q[s]\n\t" \
@@ -1044,6 +1042,10 @@ typedef struct {
     "subs         %[s00], %[s00], #1\n\t" \
     "str          %[s00], [%[st], #12]\n\t" \
     "bne          1b\n\t"
+/* t = -1 in the lanes of V below 0 whose shift is a right shift (VRSHL rounds half up, TFLite away from zero);
+ * when every shift is negative (nn2c_gemm_s8_t.right 2) the sign of V alone */
+#define NN2C_MVE_ROWS2_FIX_ANY(V) "vand %q[t], %q[" V "], %q[s]\n\t" "vshr.s32 %q[t], %q[t], #31\n\t"
+#define NN2C_MVE_ROWS2_FIX_NEG(V) "vshr.s32 %q[t], %q[" V "], #31\n\t"
 #define NN2C_MVE_ROWS2_OPERANDS \
     [s00] "=&r"(s00), [s01] "=&r"(s01), [s02] "=&r"(s02), [s03] "=&r"(s03), [s10] "=&r"(s10), \
     [s11] "=&r"(s11), [s12] "=&r"(s12), [s13] "=&r"(s13), [x0] "=&r"(x0), [x1] "=&r"(x1), [n] "=&r"(n), \
@@ -1057,21 +1059,35 @@ __attribute__((noinline)) static void nn2c_gemm_rows2_groups(const nn2c_gemm_s8_
     int32_t n;
     int8x16_t v0, v1, b, sh, t;
     const int32x4_t off = vdupq_n_s32(m->output_offset), lo = vdupq_n_s32(m->act_min), hi = vdupq_n_s32(m->act_max);
-    if (walk->tail) {
-        __asm__ volatile("ldr          %[n], [%[st], #32]\n\t"
-                         "vctp.8       %[n]\n\t"
-                         NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_TAIL NN2C_MVE_ROWS2_OUT
-                         : NN2C_MVE_ROWS2_OPERANDS
-                         : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
-                         : "cc", "memory");
+#define NN2C_MVE_ROWS2_TAILED(FIX) \
+    __asm__ volatile("ldr          %[n], [%[st], #32]\n\t" \
+                     "vctp.8       %[n]\n\t" \
+                     NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_TAIL NN2C_MVE_ROWS2_OUT(FIX) \
+                     : NN2C_MVE_ROWS2_OPERANDS \
+                     : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi) \
+                     : "cc", "memory")
+#define NN2C_MVE_ROWS2_WHOLE(FIX) \
+    __asm__ volatile(NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_OUT(FIX) \
+                     : NN2C_MVE_ROWS2_OPERANDS \
+                     : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi) \
+                     : "cc", "memory")
+    if (m->right == 2) {
+        if (walk->tail) {
+            NN2C_MVE_ROWS2_TAILED(NN2C_MVE_ROWS2_FIX_NEG);
+        } else {
+            NN2C_MVE_ROWS2_WHOLE(NN2C_MVE_ROWS2_FIX_NEG);
+        }
+    } else if (walk->tail) {
+        NN2C_MVE_ROWS2_TAILED(NN2C_MVE_ROWS2_FIX_ANY);
     } else {
-        __asm__ volatile(NN2C_MVE_ROWS2_BLOCKS NN2C_MVE_ROWS2_OUT
-                         : NN2C_MVE_ROWS2_OPERANDS
-                         : [st] "r"(walk), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
-                         : "cc", "memory");
+        NN2C_MVE_ROWS2_WHOLE(NN2C_MVE_ROWS2_FIX_ANY);
     }
+#undef NN2C_MVE_ROWS2_WHOLE
+#undef NN2C_MVE_ROWS2_TAILED
 }
 #undef NN2C_MVE_ROWS2_OPERANDS
+#undef NN2C_MVE_ROWS2_FIX_NEG
+#undef NN2C_MVE_ROWS2_FIX_ANY
 #undef NN2C_MVE_ROWS2_OUT
 #undef NN2C_MVE_ROWS2_TAIL
 #undef NN2C_MVE_ROWS2_BLOCKS

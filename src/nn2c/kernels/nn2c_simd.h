@@ -42,7 +42,8 @@ typedef struct {
     const int64_t *rounding; /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant) */
     int32_t output_offset;
     int32_t act_min, act_max;
-    int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift) */
+    int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift); 2: every shift is negative
+                    * (and the rounding's sign fix needs no test of the shift) */
     /* Arm DSP convolutions with an even channel count, int8's whole activation range and every shift in
      * [-24, -2]: the output stage as records instead of bias / multipliers / shifts / rounding (NULL
      * then), per group of 2 channels 8 words: the 2 biases, then per channel its multiplier, its

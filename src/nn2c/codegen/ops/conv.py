@@ -271,7 +271,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
         "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
-        "act_max": act_max, "right": int(bool((shifts <= 0).all())),
+        "act_max": act_max, "right": _right_shifts(shifts),
     }
     if records and group == 2 and takes_records(shifts, act_min, act_max):
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
@@ -502,6 +502,11 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+
+
+def _right_shifts(shifts: np.ndarray) -> int:
+    """nn2c_gemm_s8_t.right: 2 every shift negative, 1 none positive, 0 some left shift."""
+    return 2 if bool((shifts < 0).all()) else 1 if bool((shifts <= 0).all()) else 0
 
 
 def _assembly_output(real: list[float], act_min: int, act_max: int) -> bool:
