@@ -2898,17 +2898,17 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const int right = 0;
 #endif
     const int grid3 = g->filter_h == 3 && g->filter_w == 3;
-#if defined(NN2C_SIMD_MVE)
-    /* the square filters whose windows inside the image the assembly walks by column and row steps */
-    const int stepped = grid3 || (g->filter_h == g->filter_w && (g->filter_w == 5 || g->filter_w == 7));
-#else
-    const int stepped = grid3;
-#endif
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
     const int pairs8 = grid3 && right && C == 8; /* two pixels' 8 channels as one group of 16 */
 #endif
     const nn2c_dw_window_t by_table = {right, 0, 0};
+#if defined(NN2C_SIMD_MVE)
+    /* the square filters whose windows inside the image the assembly walks by column and row steps */
+    const int stepped = grid3 || (g->filter_h == g->filter_w && (g->filter_w == 5 || g->filter_w == 7));
     const nn2c_dw_window_t by_steps = {right, stepped ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
+#else
+    const nn2c_dw_window_t by_steps = {right, grid3 ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
+#endif
     nn2c_simd_fill(zero_row, nn2c_simd_splat(p->pad_value), C);
     const intptr_t row_step = (intptr_t)g->dilation_h * g->in_w * C, col_step = (intptr_t)g->dilation_w * C;
     for (int32_t fy = 0, t = 0; fy < g->filter_h; ++fy) {
