@@ -432,11 +432,10 @@ def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
 
-def _add_model() -> bytes:
+def _add_model(shape: tuple[int, int, int, int] = (1, 5, 7, 9)) -> bytes:
     """Same-shape int8 ADDs; the input with the larger scale has the multiplier 2^30, shift 0: the second
     input, then the first (the Helium kernel's exact input either way), then both (equal scales)."""
     b = ModelBuilder()
-    shape = (1, 5, 7, 9)
     x1 = b.tensor("int8", shape, scale=0.05, zero_point=-3)
     x2 = b.tensor("int8", shape, scale=0.11, zero_point=7)
     y = b.tensor("int8", shape, scale=0.09, zero_point=-12)
@@ -465,12 +464,16 @@ def test_cortex_m_add_in_qemu(tmp_path: Path, target: str):
     missing = missing_tools()
     if missing:
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
-    path = tmp_path / "add.tflite"
-    path.write_bytes(_add_model())
-    report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / "qemu")
-    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
-    assert all(c.max_abs_diff == 0 for c in report.comparisons)
-    assert {call for layer in report.layers for call in layer.calls} == {"nn2c_add_s8_simd"}
+    # 315 elements, and 1,536: the Arm DSP kernel's rescale tables (ADD_TABLE_MIN_ELEMENTS)
+    for shape, tables in (((1, 5, 7, 9), 0), ((1, 12, 16, 8), 4 if target == "cortex-m4" else 0)):
+        path = tmp_path / "add.tflite"
+        path.write_bytes(_add_model(shape))
+        report = bench_model(path, target=target, count=3, seed=2, workdir=tmp_path / "qemu")
+        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+        assert {call for layer in report.layers for call in layer.calls} == {"nn2c_add_s8_simd"}
+        source = compile_model(path, CompileOptions(target=target)).files["add.c"]
+        assert len(re.findall(r"\.scaled1 = add_w\d+ \+ 128", source)) == tables, shape
 
 
 def _mbqm_reference(x: int, multiplier: int, shift: int) -> int:

@@ -3105,6 +3105,19 @@ void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, con
     const int64_t *r1 = p->rounding, *r2 = p->rounding + 2, *ro = p->rounding + 4;
     const int32_t lo = p->act_min, hi = p->act_max;
 #if defined(NN2C_SIMD_DSP)
+    if (p->scaled1 != NULL && so < 0) {
+        /* the inputs' rescaled values from their tables (two loads instead of two 64-bit products with their
+         * rounding per element: resnet's ADDs 43 -> 21 instructions per element, measured in QEMU) */
+        const int32_t *t1 = p->scaled1, *t2 = p->scaled2;
+        const int64_t *rounding = p->rounding + 4;
+        const int32_t no = -so - 1;
+        for (; i < n; ++i) {
+            const int32_t sum = (int32_t)((uint32_t)t1[input1[i]] + (uint32_t)t2[input2[i]]);
+            const int32_t y = (nn2c_dsp_fused_high(sum, mo, rounding) >> no) + off_out;
+            output[i] = (int8_t)nn2c_dsp_clamp(y, lo, hi);
+        }
+        return;
+    }
     if (s1 <= 0 && s2 <= 0 && so < 0) { /* the usual case: no branches per element */
         int64_t rounding[6]; /* a local copy: the int8 stores could alias the parameter struct */
         memcpy(rounding, p->rounding, sizeof rounding);

@@ -99,6 +99,9 @@ typedef struct {
     int32_t shifts[3];      /* all <= 0 */
     int64_t rounding[6];    /* as nn2c_gemm_s8_t.rounding, two per multiplier */
     int32_t act_min, act_max;
+    /* Arm DSP, a large enough ADD: each input's rescaled value (x + offset) << 20 times its multiplier for
+     * x = -128..127, the table's entry for x = 0 (so indexed by x itself; NULL: computed per element) */
+    const int32_t *scaled1, *scaled2;
 } nn2c_add_simd_params_t;
 
 void nn2c_fc_s8_simd(const nn2c_fc_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,

@@ -195,3 +195,21 @@ def activation_range_float(activation: str) -> tuple[float, float]:
         raise ValueError(f"fused activation {activation} is not a clamp")
     low, high = FUSED_ACTIVATIONS[activation]
     return low, inf if high is None else high
+
+
+def rescale_smaller_than_one(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp (shift <= 0) on int32 values, exactly:
+    SaturatingRoundingDoublingHighMul(x, multiplier), then RoundingDivideByPOT by -shift (halves away from
+    zero both times). For tables a kernel reads instead of multiplying (the int8 ADD's rescaled inputs)."""
+    if shift > 0:
+        raise ValueError(f"shift {shift} is positive")
+    v = np.asarray(x, dtype=np.int64)
+    if multiplier == -(1 << 31) and np.any(v == -(1 << 31)):
+        raise ValueError("SaturatingRoundingDoublingHighMul saturates: both operands are INT32_MIN")
+    product = v * np.int64(multiplier)
+    nudged = product + np.where(product >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
+    high = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))  # C's division: toward zero
+    exponent = -shift
+    mask = np.int64((1 << exponent) - 1)
+    threshold = (mask >> 1) + (high < 0)
+    return ((high >> exponent) + ((high & mask) > threshold)).astype(np.int64)
