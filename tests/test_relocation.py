@@ -108,3 +108,63 @@ def test_relocated_kws_matches_tflm(target: str, tmp_path: Path) -> None:
                           options=options)
     assert "tflm" not in report.skipped, report.skipped
     assert report.comparisons and all(c.mismatches == 0 for c in report.comparisons)
+
+
+# The same check on the Cortex-M4 in QEMU, where nn2c_move's whole 32-byte blocks are LDM / STM of eight
+# registers (NN2C_MOVE_LDM): a fake model folder whose invoke runs the checks and reports the failures.
+MOVE_QEMU_SOURCE = r"""
+#include <stdint.h>
+#include <string.h>
+#include "nn2c_common.h"
+#include "fake.h"
+static uint8_t fake_buffer[4];
+void *fake_input(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
+const void *fake_output(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
+size_t fake_input_bytes(int index) { return index == 0 ? 4 : 0; }
+size_t fake_output_bytes(int index) { return index == 0 ? 4 : 0; }
+void fake_reset(void) {}
+
+static uint8_t a[400] NN2C_ALIGNED(16), b[400] NN2C_ALIGNED(16);
+
+static int check(size_t dst, size_t src, size_t n) {
+    for (size_t i = 0; i < sizeof a; ++i) a[i] = b[i] = (uint8_t)(i * 131u + 7u);
+    nn2c_move(a + dst, a + src, n);
+    memmove(b + dst, b + src, n);
+    return memcmp(a, b, sizeof a) != 0;
+}
+
+int fake_invoke(void) {
+    int bad = 0;
+    for (size_t n = 0; n <= 300; n += 13)
+        for (size_t dst = 0; dst <= 80; dst += 4)
+            for (size_t src = 0; src <= 80; src += 4)
+                bad += check(dst, src, n);
+    bad += check(3, 0, 100) + check(0, 5, 100) + check(100, 0, 299) + check(0, 100, 299);
+    fake_buffer[0] = (uint8_t)(bad > 255 ? 255 : bad);
+    fake_buffer[1] = 0xA5;
+    return FAKE_OK;
+}
+"""
+
+
+def test_nn2c_move_equals_memmove_on_cortex_m4(tmp_path: Path) -> None:
+    from nn2c.targets.cortexm_build import build_image, missing_tools
+    from nn2c.targets.cortexm_run import run_image
+    from tests.test_cortexm import FAKE_HEADER
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    (folder / "fake.h").write_text(FAKE_HEADER)
+    (folder / "fake.c").write_text(MOVE_QEMU_SOURCE)
+    kernels = Path(str(resources.files("nn2c") / "kernels"))
+    for header in ("nn2c_common.h", "nn2c_config.h"):
+        shutil.copy(kernels / header, folder / header)
+    image = build_image(folder, "fake", [bytes(4)], "cortex-m4", tmp_path / "build")
+    assert not image.warnings, image.warnings
+    text = subprocess.run(["arm-none-eabi-objdump", "-d", str(image.elf)], capture_output=True, text=True).stdout
+    assert "ldmdb" in text and "stmdb" in text  # the LDM / STM blocks are there, both ways
+    run = run_image(image)
+    assert run.outputs[(0, 0)][:2] == bytes([0, 0xA5]), run.outputs[(0, 0)]
