@@ -174,6 +174,8 @@ CONV_CASES = [
          weight_max=1),
     Case((1, 4, 5, 16), 8, kernel=(1, 1), per_channel=False, gain=380.0, output_zp=4, bias=False,
          weight_max=1),
+    Case((1, 5, 4, 12), 9, kernel=(1, 1), per_channel=False, gain=320.0, output_zp=-6, bias=False,
+         weight_max=1),  # depth below 16 (nn2c_gemm_rows2_short)
 ]
 
 DEPTHWISE_CASES = [

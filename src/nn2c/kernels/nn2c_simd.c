@@ -1248,6 +1248,7 @@ NN2C_INLINE void nn2c_gemm_rows2_mve(const nn2c_gemm_s8_t *m, const int8_t *a0, 
 typedef struct {
     const int32_t *bias, *multipliers, *shifts;
     int32x4_t offset, lo, hi;
+    int32_t right; /* nn2c_gemm_s8_t.right */
 } nn2c_mve_stage_t;
 
 /* The output stage of channels [c, end) of two rows from their sums (row 0's at sums, row 1's
@@ -1257,9 +1258,65 @@ NN2C_INLINE void nn2c_mve_rows2_out(const int32_t *sums, int32_t c, int32_t end,
                                     int8_t *o0, int8_t *o1, int right) {
     const int32_t *bias = stage->bias + c, *mp = stage->multipliers + c, *sp = stage->shifts + c;
     const int32x4_t offset = stage->offset, lo = stage->lo, hi = stage->hi;
+    const int32_t *s = sums;
     o0 += c;
     o1 += c;
-    for (const int32_t *s = sums; c < end; c += 4, s += 4, bias += 4, mp += 4, sp += 4, o0 += 4, o1 += 4) {
+#if defined(NN2C_INLINE_ASM)
+    int32_t k = (end - c) >> 2;
+    if (right && k > 0) {
+        /* the whole groups in assembly: pointers walked by the loads and stores, the offset a scalar
+         * (27 instructions per 4 channels x 2 rows; GCC 12's loop around the same arithmetic took 38) */
+        const int32_t *s1 = s + NN2C_MVE_SHORT_CHUNK;
+        const int32_t off = vgetq_lane_s32(offset, 0);
+        int32x4_t a, b, m, sh, t;
+        c += 4 * k;
+#define NN2C_MVE_ROWS2_OUT_ASM(FIX) \
+    __asm__ volatile("1:\n\t" \
+                     "vldrw.u32    %q[a], [%[s0]], #16\n\t" \
+                     "vldrw.u32    %q[b], [%[s1]], #16\n\t" \
+                     "vldrw.u32    %q[m], [%[bias]], #16\n\t" \
+                     "vadd.i32     %q[a], %q[a], %q[m]\n\t" \
+                     "vadd.i32     %q[b], %q[b], %q[m]\n\t" \
+                     "vldrw.u32    %q[m], [%[mp]], #16\n\t" \
+                     "vldrw.u32    %q[sh], [%[sp]], #16\n\t" \
+                     "vqrdmulh.s32 %q[a], %q[a], %q[m]\n\t" \
+                     "vqrdmulh.s32 %q[b], %q[b], %q[m]\n\t" \
+                     FIX("a") \
+                     "vqadd.s32    %q[a], %q[a], %q[t]\n\t" \
+                     FIX("b") \
+                     "vqadd.s32    %q[b], %q[b], %q[t]\n\t" \
+                     "vrshl.s32    %q[a], %q[a], %q[sh]\n\t" \
+                     "vrshl.s32    %q[b], %q[b], %q[sh]\n\t" \
+                     "vadd.i32     %q[a], %q[a], %[off]\n\t" \
+                     "vadd.i32     %q[b], %q[b], %[off]\n\t" \
+                     "vmax.s32     %q[a], %q[a], %q[lo]\n\t" \
+                     "vmax.s32     %q[b], %q[b], %q[lo]\n\t" \
+                     "vmin.s32     %q[a], %q[a], %q[hi]\n\t" \
+                     "vmin.s32     %q[b], %q[b], %q[hi]\n\t" \
+                     "vstrb.32     %q[a], [%[o0]], #4\n\t" \
+                     "vstrb.32     %q[b], [%[o1]], #4\n\t" \
+                     "subs         %[k], %[k], #1\n\t" \
+                     "bne          1b\n\t" \
+                     : [s0] "+r"(s), [s1] "+r"(s1), [bias] "+r"(bias), [mp] "+r"(mp), [sp] "+r"(sp), \
+                       [o0] "+l"(o0), [o1] "+l"(o1), [k] "+r"(k), [a] "=&w"(a), [b] "=&w"(b), [m] "=&w"(m), \
+                       [sh] "=&w"(sh), [t] "=&w"(t) \
+                     : [off] "r"(off), [lo] "w"(lo), [hi] "w"(hi) \
+                     : "cc", "memory")
+/* t = -1 in the lanes of V below 0 whose shift is a right shift (VRSHL rounds half up, TFLite away from zero);
+ * every shift negative (right 2): the sign of V alone */
+#define NN2C_MVE_OUT_FIX_ANY(V) "vand %q[t], %q[" V "], %q[sh]\n\t" "vshr.s32 %q[t], %q[t], #31\n\t"
+#define NN2C_MVE_OUT_FIX_NEG(V) "vshr.s32 %q[t], %q[" V "], #31\n\t"
+        if (stage->right == 2) {
+            NN2C_MVE_ROWS2_OUT_ASM(NN2C_MVE_OUT_FIX_NEG);
+        } else {
+            NN2C_MVE_ROWS2_OUT_ASM(NN2C_MVE_OUT_FIX_ANY);
+        }
+#undef NN2C_MVE_OUT_FIX_NEG
+#undef NN2C_MVE_OUT_FIX_ANY
+#undef NN2C_MVE_ROWS2_OUT_ASM
+    }
+#endif
+    for (; c < end; c += 4, s += 4, bias += 4, mp += 4, sp += 4, o0 += 4, o1 += 4) {
         int32x4_t r0 = vldrwq_s32(s), r1 = vldrwq_s32(s + NN2C_MVE_SHORT_CHUNK);
         nn2c_mve_requant_rows(&r0, &r1, vldrwq_s32(bias), vldrwq_s32(mp), vldrwq_s32(sp), offset, lo, hi, right);
         if (end - c >= 4) {
@@ -1280,7 +1337,7 @@ __attribute__((noinline)) static void nn2c_gemm_rows2_short(const nn2c_gemm_s8_t
     const int8x16_t v0 = vldrbq_z_s8(a0, live), v1 = vldrbq_z_s8(a1, live);
     const int32_t out_c = m->out_c, right = m->right;
     const nn2c_mve_stage_t stage = {m->bias, m->multipliers, m->shifts, vdupq_n_s32(m->output_offset),
-                                    vdupq_n_s32(m->act_min), vdupq_n_s32(m->act_max)};
+                                    vdupq_n_s32(m->act_min), vdupq_n_s32(m->act_max), m->right};
     int32_t sums[2 * NN2C_MVE_SHORT_CHUNK] NN2C_ALIGNED(16); /* row 0's, then row 1's */
     for (int32_t start = 0; start < out_c; start += NN2C_MVE_SHORT_CHUNK) {
         const int32_t end = out_c - start < NN2C_MVE_SHORT_CHUNK ? out_c : start + NN2C_MVE_SHORT_CHUNK;
