@@ -207,6 +207,10 @@ DEPTHWISE_CASES = [
     Case((1, 11, 11, 14), 1, kernel=(7, 7), input_zp=2, output_zp=-1),
     Case((1, 10, 9, 37), 1, kernel=(7, 7), stride=(2, 2), activation="RELU", input_zp=-4, output_zp=-100),
     Case((1, 8, 8, 6), 1, input_zp=1, output_zp=5),
+    # last groups above 8 channels of 3x3 windows (13 alone, clamped; 16 + 13, full range): inside the image by
+    # column and row steps, over the border from the table
+    Case((1, 7, 8, 13), 1, activation="RELU6", input_zp=-5, output_zp=-128),
+    Case((1, 6, 9, 29), 1, input_zp=3, output_zp=-2),
     # one multiplier in [0.5, 1): shift 0, none positive (Helium: the rounding's sign fix tested against the
     # shift, nn2c_dw_window_t.right 1; the other cases with right shifts only take the fix from the sign)
     Case((1, 7, 9, 32), 1, per_channel=False, gain=280.0, input_zp=-2, output_zp=1, bias=False, weight_max=1),
@@ -405,12 +409,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     # the three requantisations of the matrix product: left shifts, right shifts with some 0, all negative
     assert all(f".right = {right}" in source for right in (0, 1, 2)), re.findall(r"\.right = \d", source)
     # the output stages from records (DSP: int8's range, shifts in [-24, -2]; with a last, partial group of
-    # channels too: convolutions of 5, 7 and 17 channels, depthwise layers of 6, 14, 17 and 35) and from the arrays
+    # channels too: convolutions of 5, 7 and 17 channels, depthwise layers of 6, 14, 17, 29 and 35) and from the arrays
     records = re.findall(r"\.records = (\w+)", source)
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [8, 8]), kinds
+    assert kinds == ([0, 0] if target == "cortex-m55" else [8, 9]), kinds
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

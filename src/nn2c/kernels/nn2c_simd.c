@@ -2634,118 +2634,157 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
 }
 
 /* The last, partial group of n (1 to 15) channels at channel c of one window (a pruned layer's; filter and
- * per-channel arrays zero-padded to the whole group): the taps from the table (16 instructions per tap),
- * the input loads and the stores predicated to the n channels, so that nothing past the pixel's channels
- * is read or written. Above 8 channels the first half is whole and only the second half's loads and
- * stores are predicated (VPST, P0 = VCTP.16 n - 8); up to 8, only the first half is computed. A 14-channel
- * 3x3 layer took 407 instructions per pixel in the C path's groups of 8 (QEMU). */
+ * per-channel arrays zero-padded to the whole group): the input loads and the stores predicated to the n
+ * channels, so that nothing past the pixel's channels is read or written. Above 8 channels the first half is
+ * whole and only the second half's loads and stores are predicated (VPST, P0 = VCTP.16 n - 8); up to 8, only
+ * the first half is computed. The taps of a 3x3 window inside the image by column and row steps (window->col),
+ * else from the table in a loop. A 14-channel 3x3 layer took 407 instructions per pixel in the C path's
+ * groups of 8 (QEMU). */
+/* a tap at x, above 8 channels (13 instructions) and up to 8 (7) */
+#define NN2C_MVE_DW_LAST_TAP_HI \
+    "vldrb.s16    %q[a], [%[x]]\n\t" \
+    "vldrb.s16    %q[b], [%[wt]], #8\n\t" \
+    "vmullb.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[e0], %q[e0], %q[t]\n\t" \
+    "vmullt.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[o0], %q[o0], %q[t]\n\t" \
+    "vpst\n\t" \
+    "vldrbt.s16   %q[a], [%[x], #8]\n\t" \
+    "vldrb.s16    %q[b], [%[wt]], #8\n\t" \
+    "vmullb.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[e1], %q[e1], %q[t]\n\t" \
+    "vmullt.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[o1], %q[o1], %q[t]\n\t"
+#define NN2C_MVE_DW_LAST_TAP_LO \
+    "vpst\n\t" \
+    "vldrbt.s16   %q[a], [%[x]]\n\t" \
+    "vldrb.s16    %q[b], [%[wt]], #16\n\t" /* (the group's second half: zero) */ \
+    "vmullb.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[e0], %q[e0], %q[t]\n\t" \
+    "vmullt.s16   %q[t], %q[a], %q[b]\n\t" \
+    "vadd.i32     %q[o0], %q[o0], %q[t]\n\t"
+/* the taps from the table (the count in k), or the nine of a 3x3 window inside the image */
+#define NN2C_MVE_DW_LAST_TABLE(TAP) \
+    "1:\n\t" \
+    "ldr          %[x], [%[tp]], #4\n\t" \
+    "add          %[x], %[x], %[xg]\n\t" \
+    TAP \
+    "subs         %[k], %[k], #1\n\t" \
+    "bne          1b\n\t"
+#define NN2C_MVE_DW_LAST_ROW3(TAP) TAP "add %[x], %[x], %[col]\n\t" TAP "add %[x], %[x], %[col]\n\t" TAP
+#define NN2C_MVE_DW_LAST_STEPS(TAP) \
+    "mov          %[x], %[xg]\n\t" \
+    NN2C_MVE_DW_LAST_ROW3(TAP) "add %[x], %[x], %[back]\n\t" \
+    NN2C_MVE_DW_LAST_ROW3(TAP) "add %[x], %[x], %[back]\n\t" \
+    NN2C_MVE_DW_LAST_ROW3(TAP)
+/* above 8 channels: the bias, TAPS, the 16 sums' output stage and the predicated store of the second half */
+#define NN2C_MVE_DW_LAST_HI(TAPS) \
+    "vctp.16      %[n]\n\t" \
+    NN2C_MVE_DW_BIAS16 \
+    TAPS \
+    "ldr          %[r], [%[o], %[off_at]]\n\t" \
+    NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1") \
+    "ldr          %[r], [%[o], %[full_at]]\n\t" \
+    "cbz          %[r], 5f\n\t" \
+    "vqmovnb.s32  %q[a], %q[e0]\n\t" \
+    "vqmovnt.s32  %q[a], %q[o0]\n\t" \
+    "vqmovnb.s16  %q[a], %q[a]\n\t" \
+    "vqmovnb.s32  %q[b], %q[e1]\n\t" \
+    "vqmovnt.s32  %q[b], %q[o1]\n\t" \
+    "vqmovnb.s16  %q[b], %q[b]\n\t" \
+    "b            6f\n" \
+    "5:\n\t" \
+    NN2C_MVE_DW_CLAMP4 \
+    "vmovnb.i32   %q[a], %q[e0]\n\t" \
+    "vmovnt.i32   %q[a], %q[o0]\n\t" \
+    "vmovnb.i32   %q[b], %q[e1]\n\t" \
+    "vmovnt.i32   %q[b], %q[o1]\n" \
+    "6:\n\t" \
+    "vstrb.16     %q[a], [%[dst]]\n\t" \
+    "vpst\n\t" \
+    "vstrbt.16    %q[b], [%[dst], #8]\n\t"
+/* up to 8 channels: the first half's bias, TAPS, its output stage and predicated store */
+#define NN2C_MVE_DW_LAST_LO(TAPS) \
+    "vctp.16      %[n]\n\t" \
+    "vldrw.u32    %q[e0], [%[bias]]\n\t" \
+    "vldrw.u32    %q[o0], [%[bias], #16]\n\t" \
+    TAPS \
+    "ldr          %[r], [%[o], %[off_at]]\n\t" \
+    NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") \
+    "ldr          %[r], [%[o], %[full_at]]\n\t" \
+    "cbz          %[r], 5f\n\t" \
+    "vqmovnb.s32  %q[a], %q[e0]\n\t" \
+    "vqmovnt.s32  %q[a], %q[o0]\n\t" \
+    "vqmovnb.s16  %q[a], %q[a]\n\t" \
+    "b            6f\n" \
+    "5:\n\t" \
+    "ldr          %[r], [%[o], %[lo_at]]\n\t" \
+    "vdup.32      %q[t], %[r]\n\t" \
+    "vmax.s32     %q[e0], %q[e0], %q[t]\n\t" \
+    "vmax.s32     %q[o0], %q[o0], %q[t]\n\t" \
+    "ldr          %[r], [%[o], %[hi_at]]\n\t" \
+    "vdup.32      %q[t], %[r]\n\t" \
+    "vmin.s32     %q[e0], %q[e0], %q[t]\n\t" \
+    "vmin.s32     %q[o0], %q[o0], %q[t]\n\t" \
+    "vmovnb.i32   %q[a], %q[e0]\n\t" \
+    "vmovnt.i32   %q[a], %q[o0]\n" \
+    "6:\n\t" \
+    "vpst\n\t" \
+    "vstrbt.16    %q[a], [%[dst]]\n\t"
 __attribute__((noinline)) static void nn2c_dw_last_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                                          int32_t c, int32_t n, uintptr_t base, const intptr_t *taps,
-                                                         int32_t n_taps, const int8_t *wt, int8_t *out) {
+                                                         int32_t n_taps, const nn2c_dw_window_t *window,
+                                                         const int8_t *wt, int8_t *out) {
     const int8_t *xg = (const int8_t *)(base + (uintptr_t)c), *x;
     const int32_t *bias = p->bias + c, *mp = p->multipliers + c, *sp = p->shifts + c;
-    const intptr_t *tp = taps;
     int8_t *const dst = out + c;
-    int32_t k = n_taps, r;
+    int32_t r;
     int32x4_t e0, o0, e1, o1, a, b, t;
 /* (the pointers that stay put are inputs: asm takes at most 30 operands, an in-out one counts twice) */
 #define NN2C_MVE_DW_LAST_OPERANDS \
     [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [a] "=&w"(a), [b] "=&w"(b), [t] "=&w"(t), \
-    [wt] "+l"(wt), [x] "=&l"(x), [bias] "+r"(bias), [mp] "+r"(mp), [sp] "+r"(sp), [k] "+r"(k), [r] "=&l"(r), \
-    [tp] "+r"(tp)
+    [wt] "+l"(wt), [x] "=&l"(x), [bias] "+r"(bias), [mp] "+r"(mp), [sp] "+r"(sp), [r] "=&l"(r)
 #define NN2C_MVE_DW_LAST_INPUTS [xg] "r"(xg), [dst] "l"(dst)
+    if (window->col != 0 && n_taps == 9) {
+        const int32_t col = window->col, back = window->row - 2 * window->col;
+        if (n > 8) {
+            __asm__ volatile(NN2C_MVE_DW_LAST_HI(NN2C_MVE_DW_LAST_STEPS(NN2C_MVE_DW_LAST_TAP_HI))
+                             : NN2C_MVE_DW_LAST_OPERANDS
+                             : [n] "r"(n - 8), [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_LAST_INPUTS,
+                               NN2C_MVE_DW_OUT_FIELDS
+                             : "cc", "memory");
+        } else {
+            __asm__ volatile(NN2C_MVE_DW_LAST_LO(NN2C_MVE_DW_LAST_STEPS(NN2C_MVE_DW_LAST_TAP_LO))
+                             : NN2C_MVE_DW_LAST_OPERANDS
+                             : [n] "r"(n), [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_LAST_INPUTS,
+                               NN2C_MVE_DW_OUT_FIELDS
+                             : "cc", "memory");
+        }
+        return;
+    }
+    const intptr_t *tp = taps;
+    int32_t k = n_taps;
     if (n > 8) {
-        __asm__ volatile(
-            "vctp.16      %[n]\n\t"
-            NN2C_MVE_DW_BIAS16
-            "1:\n\t"
-            "ldr          %[x], [%[tp]], #4\n\t"
-            "add          %[x], %[x], %[xg]\n\t"
-            "vldrb.s16    %q[a], [%[x]]\n\t"
-            "vldrb.s16    %q[b], [%[wt]], #8\n\t"
-            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[e0], %q[e0], %q[t]\n\t"
-            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[o0], %q[o0], %q[t]\n\t"
-            "vpst\n\t"
-            "vldrbt.s16   %q[a], [%[x], #8]\n\t"
-            "vldrb.s16    %q[b], [%[wt]], #8\n\t"
-            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[e1], %q[e1], %q[t]\n\t"
-            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[o1], %q[o1], %q[t]\n\t"
-            "subs         %[k], %[k], #1\n\t"
-            "bne          1b\n\t"
-            "ldr          %[r], [%[o], %[off_at]]\n\t"
-            NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0") NN2C_MVE_DW_RQ_NEXT("e1") NN2C_MVE_DW_RQ_NEXT("o1")
-            "ldr          %[r], [%[o], %[full_at]]\n\t"
-            "cbz          %[r], 5f\n\t"
-            "vqmovnb.s32  %q[a], %q[e0]\n\t"
-            "vqmovnt.s32  %q[a], %q[o0]\n\t"
-            "vqmovnb.s16  %q[a], %q[a]\n\t"
-            "vqmovnb.s32  %q[b], %q[e1]\n\t"
-            "vqmovnt.s32  %q[b], %q[o1]\n\t"
-            "vqmovnb.s16  %q[b], %q[b]\n\t"
-            "b            6f\n"
-            "5:\n\t"
-            NN2C_MVE_DW_CLAMP4
-            "vmovnb.i32   %q[a], %q[e0]\n\t"
-            "vmovnt.i32   %q[a], %q[o0]\n\t"
-            "vmovnb.i32   %q[b], %q[e1]\n\t"
-            "vmovnt.i32   %q[b], %q[o1]\n"
-            "6:\n\t"
-            "vstrb.16     %q[a], [%[dst]]\n\t"
-            "vpst\n\t"
-            "vstrbt.16    %q[b], [%[dst], #8]\n\t"
-            : NN2C_MVE_DW_LAST_OPERANDS
-            : [n] "r"(n - 8), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
-            : "cc", "memory");
+        __asm__ volatile(NN2C_MVE_DW_LAST_HI(NN2C_MVE_DW_LAST_TABLE(NN2C_MVE_DW_LAST_TAP_HI))
+                         : NN2C_MVE_DW_LAST_OPERANDS, [tp] "+r"(tp), [k] "+r"(k)
+                         : [n] "r"(n - 8), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
+                         : "cc", "memory");
     } else {
-        __asm__ volatile(
-            "vctp.16      %[n]\n\t"
-            "vldrw.u32    %q[e0], [%[bias]]\n\t"
-            "vldrw.u32    %q[o0], [%[bias], #16]\n\t"
-            "1:\n\t"
-            "ldr          %[x], [%[tp]], #4\n\t"
-            "add          %[x], %[x], %[xg]\n\t"
-            "vpst\n\t"
-            "vldrbt.s16   %q[a], [%[x]]\n\t"
-            "vldrb.s16    %q[b], [%[wt]], #16\n\t" /* (the group's second half: zero) */
-            "vmullb.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[e0], %q[e0], %q[t]\n\t"
-            "vmullt.s16   %q[t], %q[a], %q[b]\n\t"
-            "vadd.i32     %q[o0], %q[o0], %q[t]\n\t"
-            "subs         %[k], %[k], #1\n\t"
-            "bne          1b\n\t"
-            "ldr          %[r], [%[o], %[off_at]]\n\t"
-            NN2C_MVE_DW_RQ_NEXT("e0") NN2C_MVE_DW_RQ_NEXT("o0")
-            "ldr          %[r], [%[o], %[full_at]]\n\t"
-            "cbz          %[r], 5f\n\t"
-            "vqmovnb.s32  %q[a], %q[e0]\n\t"
-            "vqmovnt.s32  %q[a], %q[o0]\n\t"
-            "vqmovnb.s16  %q[a], %q[a]\n\t"
-            "b            6f\n"
-            "5:\n\t"
-            "ldr          %[r], [%[o], %[lo_at]]\n\t"
-            "vdup.32      %q[t], %[r]\n\t"
-            "vmax.s32     %q[e0], %q[e0], %q[t]\n\t"
-            "vmax.s32     %q[o0], %q[o0], %q[t]\n\t"
-            "ldr          %[r], [%[o], %[hi_at]]\n\t"
-            "vdup.32      %q[t], %[r]\n\t"
-            "vmin.s32     %q[e0], %q[e0], %q[t]\n\t"
-            "vmin.s32     %q[o0], %q[o0], %q[t]\n\t"
-            "vmovnb.i32   %q[a], %q[e0]\n\t"
-            "vmovnt.i32   %q[a], %q[o0]\n"
-            "6:\n\t"
-            "vpst\n\t"
-            "vstrbt.16    %q[a], [%[dst]]\n\t"
-            : NN2C_MVE_DW_LAST_OPERANDS
-            : [n] "r"(n), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
-            : "cc", "memory");
+        __asm__ volatile(NN2C_MVE_DW_LAST_LO(NN2C_MVE_DW_LAST_TABLE(NN2C_MVE_DW_LAST_TAP_LO))
+                         : NN2C_MVE_DW_LAST_OPERANDS, [tp] "+r"(tp), [k] "+r"(k)
+                         : [n] "r"(n), NN2C_MVE_DW_LAST_INPUTS, NN2C_MVE_DW_OUT_FIELDS
+                         : "cc", "memory");
     }
 #undef NN2C_MVE_DW_LAST_INPUTS
 #undef NN2C_MVE_DW_LAST_OPERANDS
 }
+#undef NN2C_MVE_DW_LAST_LO
+#undef NN2C_MVE_DW_LAST_HI
+#undef NN2C_MVE_DW_LAST_STEPS
+#undef NN2C_MVE_DW_LAST_ROW3
+#undef NN2C_MVE_DW_LAST_TABLE
+#undef NN2C_MVE_DW_LAST_TAP_LO
+#undef NN2C_MVE_DW_LAST_TAP_HI
 
 /* All channels of one window of a layer without left shifts: the whole groups, then a partial one. */
 NN2C_INLINE void nn2c_dw_window_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o, int32_t C,
@@ -2753,7 +2792,9 @@ NN2C_INLINE void nn2c_dw_window_right(const nn2c_dw_simd_params_t *p, const nn2c
                                       const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
     const int32_t groups = C >> 4, last = C & 15;
     if (groups > 0) nn2c_dw_groups_right(p, o, groups, base, taps, n_taps, window, filter, out);
-    if (last > 0) nn2c_dw_last_right(p, o, C - last, last, base, taps, n_taps, filter + (C - last) * n_taps, out);
+    if (last > 0) {
+        nn2c_dw_last_right(p, o, C - last, last, base, taps, n_taps, window, filter + (C - last) * n_taps, out);
+    }
 }
 
 /* count neighbouring output pixels (windows `step` bytes apart, all inside the image; inner: their tap
