@@ -227,14 +227,6 @@ NN2C_INLINE int32x4_t nn2c_mve_requant_unclamped(int32x4_t acc, const int32_t *m
     return vaddq_n_s32(acc, output_offset);
 }
 
-/* Whether no shift of a layer's output stage is positive (its requantisation needs no left shift). */
-static int nn2c_mve_no_left_shift(const int32_t *shifts, int32_t n) {
-    for (int32_t c = 0; c < n; ++c) {
-        if (shifts[c] > 0) return 0;
-    }
-    return 1;
-}
-
 NN2C_INLINE int32x4_t nn2c_mve_lanes(int32_t a, int32_t b, int32_t c, int32_t d) {
     int32x4_t v = vdupq_n_s32(a);
     v = vsetq_lane_s32(b, v, 1);
@@ -307,8 +299,8 @@ NN2C_INLINE int32_t nn2c_dsp_requant1(const nn2c_simd_out_t *o, int32_t c, int32
     return nn2c_dsp_requant_sat(a, o->multipliers[c], o->shifts[c], o->rounding + 2 * c, o->offset);
 }
 
-/* Requantisation in assembly for channels whose shift is negative (checked once per call,
- * nn2c_dsp_all_right): nn2c_dsp_requant_sat without its branch, where GCC 12 spent 15-17
+/* Requantisation in assembly for channels whose shift is negative (the codegen's flag,
+ * nn2c_gemm_s8_t.right 2): nn2c_dsp_requant_sat without its branch, where GCC 12 spent 15-17
  * instructions per output on the C (register spills around the 64-bit sums). mp / sp_ / rp: the
  * group's multipliers, shifts and rounding pairs; channel I of the group. First the channel's
  * multiplier and -shift - 1 (= ~shift): */
@@ -353,14 +345,6 @@ NN2C_INLINE int32_t nn2c_dsp_requant4_right(int32_t s0, int32_t s1, int32_t s2, 
     }
     return (int32_t)word;
 #endif
-}
-
-/* Whether every shift of a layer's output stage is negative (the assembly requantisation applies). */
-static int nn2c_dsp_all_right(const int32_t *shifts, int32_t n) {
-    for (int32_t c = 0; c < n; ++c) {
-        if (shifts[c] >= 0) return 0;
-    }
-    return 1;
 }
 
 NN2C_INLINE int32_t nn2c_dsp_clamp(int32_t y, int32_t lo, int32_t hi) {
@@ -618,7 +602,7 @@ static void nn2c_gemm_rows1(const nn2c_gemm_s8_t *m, const int8_t *a0, const int
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     const int narrow = o.lo > -128 || o.hi < 127;
-    const int right = !narrow && nn2c_dsp_all_right(m->shifts, out_c);
+    const int right = !narrow && m->right == 2; /* (every shift negative: the codegen's flag) */
     for (int32_t c = 0; c < out_c; c += 4) {
         const int32_t groups = c + 2 < out_c ? 2 : 1;
         const int8_t *wp = w, *wq = w + (groups - 1) * group_bytes; /* the second group, or the first again */
@@ -1967,7 +1951,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     (void)pad; /* (read by neither copy where nn2c_config.h leaves both out) */
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;
     const int word_rows = !direct && (g->filter_w * g->in_c) % 4 == 0;
-    const int right = m->records ? 1 : nn2c_dsp_all_right(m->shifts, m->out_c); /* (records: arrays NULL) */
+    const int right = m->records ? 1 : m->right == 2; /* (every shift negative: the codegen's flag) */
     /* records padded to whole channel pairs: an odd count's last channel, its filter words and record */
     const int odd_records = m->records && (m->out_c & 1);
     const nn2c_simd_word_t *const last_w =
@@ -2458,10 +2442,14 @@ NN2C_INLINE void nn2c_dw_out8_right(const nn2c_dw_simd_params_t *p, const nn2c_s
 /* requantise the sums in E by the 4 channels' multipliers in a and shifts in b: SaturatingRounding-
  * DoublingHighMul, then RoundingDivideByPOT (VRSHL rounds half up: one less for negative sums), + the
  * output offset in r */
+/* t = -1 in the lanes of E below 0 whose shift (in b) is a right shift; a layer whose every shift is negative
+ * (nn2c_dw_window_t.right 2) needs only E's sign: NN2C_MVE_DW_FIX is redefined around its copies */
+#define NN2C_MVE_DW_FIX_ANY(E) "vand %q[t], %q[" E "], %q[b]\n\t" "vshr.s32 %q[t], %q[t], #31\n\t"
+#define NN2C_MVE_DW_FIX_NEG(E) "vshr.s32 %q[t], %q[" E "], #31\n\t"
+#define NN2C_MVE_DW_FIX NN2C_MVE_DW_FIX_ANY
 #define NN2C_MVE_DW_RQ(E) \
     "vqrdmulh.s32 %q[" E "], %q[" E "], %q[a]\n\t" \
-    "vand         %q[t], %q[" E "], %q[b]\n\t" \
-    "vshr.s32     %q[t], %q[t], #31\n\t" \
+    NN2C_MVE_DW_FIX(E) \
     "vqadd.s32    %q[" E "], %q[" E "], %q[t]\n\t" \
     "vrshl.s32    %q[" E "], %q[" E "], %q[b]\n\t" \
     "vadd.i32     %q[" E "], %q[" E "], %[r]\n\t"
@@ -2561,20 +2549,31 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
     "bne          2b\n\t" \
     "add          %[xg], %[xg], #16\n\t" \
     NN2C_MVE_DW_OUT16
+#define NN2C_MVE_DW_ASM_3X3_STEPS \
+    __asm__ volatile( \
+        "1:\n\t" \
+        NN2C_MVE_DW_BIAS16 \
+        "mov          %[x], %[xg]\n\t" \
+        NN2C_MVE_DW_ROW3 "add %[x], %[x], %[back]\n\t" \
+        NN2C_MVE_DW_ROW3 "add %[x], %[x], %[back]\n\t" \
+        NN2C_MVE_DW_ROW3 \
+        "add          %[xg], %[xg], #16\n\t" \
+        NN2C_MVE_DW_OUT16 \
+        : NN2C_MVE_DW_OPERANDS \
+        : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS \
+        : "cc", "memory")
     if (window->col != 0 && n_taps == 9) {
         const int32_t col = window->col, back = window->row - 2 * window->col;
-        __asm__ volatile(
-            "1:\n\t"
-            NN2C_MVE_DW_BIAS16
-            "mov          %[x], %[xg]\n\t"
-            NN2C_MVE_DW_ROW3 "add %[x], %[x], %[back]\n\t"
-            NN2C_MVE_DW_ROW3 "add %[x], %[x], %[back]\n\t"
-            NN2C_MVE_DW_ROW3
-            "add          %[xg], %[xg], #16\n\t"
-            NN2C_MVE_DW_OUT16
-            : NN2C_MVE_DW_OPERANDS
-            : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
-            : "cc", "memory");
+        if (window->right == 2) { /* every shift negative: the rounding's fix from the sum's sign alone */
+#undef NN2C_MVE_DW_FIX
+#define NN2C_MVE_DW_FIX NN2C_MVE_DW_FIX_NEG
+            NN2C_MVE_DW_ASM_3X3_STEPS;
+#undef NN2C_MVE_DW_FIX
+#define NN2C_MVE_DW_FIX NN2C_MVE_DW_FIX_ANY
+        } else {
+            NN2C_MVE_DW_ASM_3X3_STEPS;
+        }
+#undef NN2C_MVE_DW_ASM_3X3_STEPS
     } else if (window->col != 0 && n_taps == 25) {
         const int32_t col = window->col, back = window->row - 4 * window->col;
         __asm__ volatile(NN2C_MVE_DW_ROWS("5", NN2C_MVE_DW_ROW5)
@@ -2591,16 +2590,27 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
         const intptr_t *tp = taps;
 #define NN2C_MVE_DW_TABLE_TAP "ldr %[x], [%[tp]], #4\n\t" "add %[x], %[x], %[xg]\n\t" NN2C_MVE_DW_TAP16
 #define NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_TAP NN2C_MVE_DW_TABLE_TAP NN2C_MVE_DW_TABLE_TAP
-        __asm__ volatile(
-            "1:\n\t"
-            NN2C_MVE_DW_BIAS16
-            NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_ROW3
-            "sub          %[tp], %[tp], #36\n\t"
-            "add          %[xg], %[xg], #16\n\t"
-            NN2C_MVE_DW_OUT16
-            : NN2C_MVE_DW_OPERANDS, [tp] "+r"(tp)
-            : NN2C_MVE_DW_OUT_FIELDS
-            : "cc", "memory");
+#define NN2C_MVE_DW_ASM_3X3_TABLE \
+    __asm__ volatile( \
+        "1:\n\t" \
+        NN2C_MVE_DW_BIAS16 \
+        NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_ROW3 NN2C_MVE_DW_TABLE_ROW3 \
+        "sub          %[tp], %[tp], #36\n\t" \
+        "add          %[xg], %[xg], #16\n\t" \
+        NN2C_MVE_DW_OUT16 \
+        : NN2C_MVE_DW_OPERANDS, [tp] "+r"(tp) \
+        : NN2C_MVE_DW_OUT_FIELDS \
+        : "cc", "memory")
+        if (window->right == 2) {
+#undef NN2C_MVE_DW_FIX
+#define NN2C_MVE_DW_FIX NN2C_MVE_DW_FIX_NEG
+            NN2C_MVE_DW_ASM_3X3_TABLE;
+#undef NN2C_MVE_DW_FIX
+#define NN2C_MVE_DW_FIX NN2C_MVE_DW_FIX_ANY
+        } else {
+            NN2C_MVE_DW_ASM_3X3_TABLE;
+        }
+#undef NN2C_MVE_DW_ASM_3X3_TABLE
 #undef NN2C_MVE_DW_TABLE_ROW3
     } else { /* any tap count: a loop over the table (the count in r, free until the output stage); always
               * clamped (asm takes at most 30 operands: no room for the full-range flag's offset) */
@@ -2877,6 +2887,9 @@ NN2C_INLINE void nn2c_dw_3x3_pair8_right(const nn2c_dw_simd_params_t *p, const n
 #undef NN2C_MVE_DW_CLAMP4
 #undef NN2C_MVE_DW_SAT_STORE
 #undef NN2C_MVE_DW_RQ
+#undef NN2C_MVE_DW_FIX
+#undef NN2C_MVE_DW_FIX_NEG
+#undef NN2C_MVE_DW_FIX_ANY
 #undef NN2C_MVE_DW_BIAS16
 #undef NN2C_MVE_DW_TAP16
 #endif
@@ -3023,9 +3036,9 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const nn2c_simd_out_t o =
         nn2c_simd_out(p->multipliers, p->shifts, p->rounding, p->output_offset, p->act_min, p->act_max);
 #if defined(NN2C_SIMD_DSP)
-    const int right = p->records ? 1 : nn2c_dsp_all_right(p->shifts, C); /* (records: arrays NULL) */
+    const int right = p->records ? 1 : p->right == 2; /* (every shift negative: the codegen's flag) */
 #elif defined(NN2C_SIMD_MVE)
-    const int right = nn2c_mve_no_left_shift(p->shifts, C);
+    const int right = p->right; /* 2: every shift negative, 1: none positive (the codegen's flag) */
 #else
     const int right = 0;
 #endif

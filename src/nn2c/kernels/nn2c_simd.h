@@ -81,6 +81,7 @@ typedef struct {
     int32_t output_offset;
     int32_t act_min, act_max;
     int32_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
+    int32_t right; /* as nn2c_gemm_s8_t.right: 2 every shift negative, 1 none positive, 0 some left shift */
     /* DSP, channels a multiple of 4, int8's whole activation range, every shift in [-24, -2]: the output
      * stage as records instead of the four arrays above (NULL then), per group of 4 channels 16 words:
      * the 4 biases, then per channel its multiplier, its rounding's high word with the output offset

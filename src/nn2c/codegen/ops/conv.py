@@ -511,7 +511,7 @@ def _right_shifts(shifts: np.ndarray) -> int:
 
 def _assembly_output(real: list[float], act_min: int, act_max: int) -> bool:
     """Whether the DSP convolution requantises in assembly (nn2c_gemm_pair16: every shift negative,
-    nn2c_dsp_all_right, and int8's whole range, not `narrow`). Elsewhere its C output stage costs some 25
+    nn2c_gemm_s8_t.right 2, and int8's whole range, not `narrow`). Elsewhere its C output stage costs some 25
     instructions more a channel pair: a variant the cost model fits apart."""
     return act_min == -128 and act_max == 127 and bool((quantize_multipliers(real)[1] < 0).all())
 
@@ -551,6 +551,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     params = ctx.params_struct("nn2c_dw_simd_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
+        "right": _right_shifts(shifts),
         "records": records,
     })
     scratch = ctx.scratch(geom.in_c)
