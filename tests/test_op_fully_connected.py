@@ -68,7 +68,8 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
 @pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
 def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, build):
     """The Arm DSP / Helium kernel itself (nn2c_fc_s8_simd) on a batch of 3, two input rows at a time and
-    then one, and on a batch of 1 of 7 channels (Arm DSP: from records, four channels and then the last 3),
+    then one, and on batches of 1 of 8 and 11 channels (Arm DSP: from records, whole groups of four channels and
+    the last 3; a depth of whole words in pairs runs the groups in one assembly loop),
     in QEMU, bit-exact with TFLM; the batch pairs' and the arrays' paths stay in the Arm DSP build because a
     layer takes them (nn2c_config.h; dropping either take_path call fails the Cortex-M4 case). Built as the
     bench builds and with the C versions of the inline assembly (docs/user-guide.md)."""
@@ -90,22 +91,27 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, bui
     b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "NONE"})
     flat = b.tensor("int8", (1, 18), scale=0.2, zero_point=4)
     b.op("RESHAPE", [y], [flat], {"new_shape": [1, 18]})
-    w2 = b.tensor("int8", (7, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (7, 18)))
-    z = b.tensor("int8", (1, 7), scale=0.3, zero_point=-2)
+    w2 = b.tensor("int8", (8, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (8, 18)))
+    z = b.tensor("int8", (1, 8), scale=0.3, zero_point=-2)
     b.op("FULLY_CONNECTED", [flat, w2], [z], {"fused_activation_function": "NONE"})
+    # a depth of two whole words (Arm DSP: the groups' assembly loop, nn2c_gemm_rows1_groups), 11 channels
+    w3 = b.tensor("int8", (11, 8), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (11, 8)))
+    bias3 = b.tensor("int32", (11,), scale=6e-3, zero_point=0, data=rng.integers(-300, 300, 11))
+    u = b.tensor("int8", (1, 11), scale=0.2, zero_point=3)
+    b.op("FULLY_CONNECTED", [z, w3, bias3], [u], {"fused_activation_function": "NONE"})
     path = tmp_path / "fc.tflite"
-    path.write_bytes(b.build([x], [z]))
+    path.write_bytes(b.build([x], [u]))
     report = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "qemu")
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
     calls = [call for layer in report.layers for call in layer.calls]
-    assert calls.count("nn2c_fc_s8_simd") == 2, calls
+    assert calls.count("nn2c_fc_s8_simd") == 3, calls
     files = compile_model(path, CompileOptions(target=target)).files
     config = files["nn2c_kernels/nn2c_config.h"]
     for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS"):  # (Arm DSP paths)
         assert (f"NN2C_OMIT_{path_name}" in config) == (target == "cortex-m55"), path_name
     records = re.findall(r"\.records = (\w+)", files["fc.c"])
-    assert records[0] == "NULL" and (records[1] != "NULL") == (target == "cortex-m4"), records
+    assert records[0] == "NULL" and all((r != "NULL") == (target == "cortex-m4") for r in records[1:]), records
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

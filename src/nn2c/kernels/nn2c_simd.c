@@ -453,28 +453,29 @@ static inline void nn2c_dsp_row1_step(int32_t v, const int8_t *wp, const int8_t 
 
 /* One step of nn2c_gemm_rows1's loop: one input word against two filter words of each of two groups
  * (4 channels x 4 values, 16 MACs): 10 SXTB16, 8 SMLAD, 21 instructions. */
-#define NN2C_DSP_ROW1_STEP \
-    "ldr    %[xo], [%[x]], #4\n\t" \
-    "ldrd   %[w0], %[w1], [%[wp]], #8\n\t" \
-    "sxtb16 %[xe], %[xo]\n\t" \
-    "sxtb16 %[xo], %[xo], ror #8\n\t" \
-    "sxtb16 %[t], %[w0]\n\t" \
-    "smlad  %[s0], %[xe], %[t], %[s0]\n\t" \
-    "sxtb16 %[w0], %[w0], ror #8\n\t" \
-    "smlad  %[s0], %[xo], %[w0], %[s0]\n\t" \
-    "sxtb16 %[t], %[w1]\n\t" \
-    "smlad  %[s1], %[xe], %[t], %[s1]\n\t" \
-    "sxtb16 %[w1], %[w1], ror #8\n\t" \
-    "smlad  %[s1], %[xo], %[w1], %[s1]\n\t" \
-    "ldrd   %[w0], %[w1], [%[wq]], #8\n\t" \
-    "sxtb16 %[t], %[w0]\n\t" \
-    "smlad  %[s2], %[xe], %[t], %[s2]\n\t" \
-    "sxtb16 %[w0], %[w0], ror #8\n\t" \
-    "smlad  %[s2], %[xo], %[w0], %[s2]\n\t" \
-    "sxtb16 %[t], %[w1]\n\t" \
-    "smlad  %[s3], %[xe], %[t], %[s3]\n\t" \
-    "sxtb16 %[w1], %[w1], ror #8\n\t" \
-    "smlad  %[s3], %[xo], %[w1], %[s3]\n\t"
+#define NN2C_DSP_ROW1_STEP_AS(XE, XO, W0, W1, T) \
+    "ldr    %[" XO "], [%[x]], #4\n\t" \
+    "ldrd   %[" W0 "], %[" W1 "], [%[wp]], #8\n\t" \
+    "sxtb16 %[" XE "], %[" XO "]\n\t" \
+    "sxtb16 %[" XO "], %[" XO "], ror #8\n\t" \
+    "sxtb16 %[" T "], %[" W0 "]\n\t" \
+    "smlad  %[s0], %[" XE "], %[" T "], %[s0]\n\t" \
+    "sxtb16 %[" W0 "], %[" W0 "], ror #8\n\t" \
+    "smlad  %[s0], %[" XO "], %[" W0 "], %[s0]\n\t" \
+    "sxtb16 %[" T "], %[" W1 "]\n\t" \
+    "smlad  %[s1], %[" XE "], %[" T "], %[s1]\n\t" \
+    "sxtb16 %[" W1 "], %[" W1 "], ror #8\n\t" \
+    "smlad  %[s1], %[" XO "], %[" W1 "], %[s1]\n\t" \
+    "ldrd   %[" W0 "], %[" W1 "], [%[wq]], #8\n\t" \
+    "sxtb16 %[" T "], %[" W0 "]\n\t" \
+    "smlad  %[s2], %[" XE "], %[" T "], %[s2]\n\t" \
+    "sxtb16 %[" W0 "], %[" W0 "], ror #8\n\t" \
+    "smlad  %[s2], %[" XO "], %[" W0 "], %[s2]\n\t" \
+    "sxtb16 %[" T "], %[" W1 "]\n\t" \
+    "smlad  %[s3], %[" XE "], %[" T "], %[s3]\n\t" \
+    "sxtb16 %[" W1 "], %[" W1 "], ror #8\n\t" \
+    "smlad  %[s3], %[" XO "], %[" W1 "], %[s3]\n\t"
+#define NN2C_DSP_ROW1_STEP NN2C_DSP_ROW1_STEP_AS("xe", "xo", "w0", "w1", "t")
 
 /* The four channel sums s[0..3] of one row a0 over two filter groups (*wp, *wq, advanced past them),
  * the whole blocks in assembly, two steps a loop iteration (22 instructions per 16 MACs; GCC 12: 29). */
@@ -569,6 +570,61 @@ NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, in
 #endif
 }
 
+#if defined(NN2C_INLINE_ASM)
+/* What nn2c_gemm_rows1_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
+typedef struct {
+    const int8_t *a0;   /* 0: the row */
+    const int32_t *rec; /* 4: the next group's records */
+    int8_t *y;          /* 8: its outputs */
+    int32_t gb;         /* 12: a channel pair's filter bytes */
+    int32_t count;      /* 16: groups of 4 channels left */
+} nn2c_dsp_rows1_walk_t;
+
+/* The whole groups of 4 channels of nn2c_gemm_rows1_records for an even, non-zero count of input words and no
+ * tail, in one assembly loop: the sums from the records' biases, NN2C_DSP_ROW1_STEP two a step, the records'
+ * output stage and the word stored, the walk in *st. 14 registers: the sums, the row and filter pointers and
+ * the step's five temporaries (the last three the records' multiplier, rounding word and shift, r10 - r12), the
+ * row's end and st. GCC 12 spent some 90 instructions a group around the dot product's assembly (the walk
+ * reloaded from the stack), 50 here (QEMU, ad01_int8). */
+static void nn2c_gemm_rows1_groups(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
+    register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
+    int32_t s0, s1, s2, s3, lo;
+    const int32_t *r;
+    const int8_t *x, *wq;
+    const int8_t *wp = w;
+/* the step's temporaries named as the records' output stage uses them: lo r (the input word's halves), m h
+ * (the filter words), sh */
+#define NN2C_DSP_ROW1_STEP_RN NN2C_DSP_ROW1_STEP_AS("lo", "r", "m", "h", "sh")
+    __asm__ volatile("1:\n\t"
+                     "ldr    %[r], [%[st], #4]\n\t"
+                     "ldrd   %[s0], %[s1], [%[r]]\n\t"
+                     "ldrd   %[s2], %[s3], [%[r], #32]\n\t"
+                     "ldr    %[x], [%[st]]\n\t"
+                     "ldr    %[wq], [%[st], #12]\n\t"
+                     "add    %[wq], %[wq], %[wp]\n"
+                     "2:\n\t" NN2C_DSP_ROW1_STEP_RN NN2C_DSP_ROW1_STEP_RN
+                     "cmp    %[x], %[x_end]\n\t"
+                     "bne    2b\n\t"
+                     "ldr    %[r], [%[st], #4]\n\t"
+                     "add    %[r], %[r], #8\n\t"
+                     NN2C_DSP_RECORD4("add    %[r], %[r], #8\n\t") /* (the second pair's biases) */
+                     "str    %[r], [%[st], #4]\n\t"
+                     "ldr    %[x], [%[st], #8]\n\t"
+                     "str    %[s0], [%[x]], #4\n\t"
+                     "str    %[x], [%[st], #8]\n\t"
+                     "mov    %[wp], %[wq]\n\t"
+                     "ldr    %[x], [%[st], #16]\n\t"
+                     "subs   %[x], %[x], #1\n\t"
+                     "str    %[x], [%[st], #16]\n\t"
+                     "bne    1b\n\t"
+                     : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [x] "=&r"(x), [wp] "+r"(wp),
+                       [wq] "=&r"(wq), [lo] "=&r"(lo), [r] "=&r"(r), [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh)
+                     : [x_end] "r"(x_end), [st] "r"(st)
+                     : "cc", "memory");
+#undef NN2C_DSP_ROW1_STEP_RN
+}
+#endif
+
 /* nn2c_gemm_rows1 of a layer whose output stage is records (a FULLY_CONNECTED of batch 1 with every shift in
  * [-24, -2] and int8's range: the codegen's test), two channel pairs a step; the array output stage and its
  * set-up took some 108 instructions per four channels on ad01_int8 (QEMU). */
@@ -576,7 +632,17 @@ static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, c
     const int32_t blocks = m->depth >> 2, tail = m->depth & 3;
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const int32_t *rec = m->records; /* pairs of channels, the last one padded */
-    for (int32_t c = 0; c < out_c; c += 4, rec += 16) {
+    int32_t c = 0;
+#if defined(NN2C_INLINE_ASM)
+    if (blocks >= 2 && (blocks & 1) == 0 && tail == 0 && out_c >= 4) {
+        nn2c_dsp_rows1_walk_t walk = {a0, rec, o0, group_bytes, out_c >> 2};
+        nn2c_gemm_rows1_groups(&walk, a0 + 4 * blocks, w);
+        c = out_c & ~3;
+        rec += 4 * c;
+        w += c * m->depth_padded;
+    }
+#endif
+    for (; c < out_c; c += 4, rec += 16) {
         const int two = c + 2 < out_c; /* a second pair */
         const int8_t *wp = w, *wq = w + (two ? group_bytes : 0); /* the second group, or the first again */
         w += 2 * group_bytes;
