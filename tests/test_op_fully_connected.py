@@ -68,8 +68,8 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
 @pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
 def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, build):
     """The Arm DSP / Helium kernel itself (nn2c_fc_s8_simd) on a batch of 3, two input rows at a time and
-    then one, and on batches of 1 of 8 and 11 channels (Arm DSP: from records, whole groups of four channels and
-    the last 3; a depth of whole words in pairs runs the groups in one assembly loop),
+    then one, and on batches of 1 of 8 and 18 channels (Arm DSP: from records, whole groups of four channels and
+    the last 2; a depth of whole words in pairs runs the groups in one assembly loop),
     in QEMU, bit-exact with TFLM; the batch pairs' and the arrays' paths stay in the Arm DSP build because a
     layer takes them (nn2c_config.h; dropping either take_path call fails the Cortex-M4 case). Built as the
     bench builds and with the C versions of the inline assembly (docs/user-guide.md)."""
@@ -94,10 +94,11 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, bui
     w2 = b.tensor("int8", (8, 18), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (8, 18)))
     z = b.tensor("int8", (1, 8), scale=0.3, zero_point=-2)
     b.op("FULLY_CONNECTED", [flat, w2], [z], {"fused_activation_function": "NONE"})
-    # a depth of two whole words (Arm DSP: the groups' assembly loop, nn2c_gemm_rows1_groups), 11 channels
-    w3 = b.tensor("int8", (11, 8), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (11, 8)))
-    bias3 = b.tensor("int32", (11,), scale=6e-3, zero_point=0, data=rng.integers(-300, 300, 11))
-    u = b.tensor("int8", (1, 11), scale=0.2, zero_point=3)
+    # a depth of two whole words and 18 channels (Arm DSP: the groups' assembly loop, nn2c_gemm_rows1_groups,
+    # then the last 2)
+    w3 = b.tensor("int8", (18, 8), scale=0.02, zero_point=0, data=rng.integers(-127, 128, (18, 8)))
+    bias3 = b.tensor("int32", (18,), scale=6e-3, zero_point=0, data=rng.integers(-300, 300, 18))
+    u = b.tensor("int8", (1, 18), scale=0.2, zero_point=3)
     b.op("FULLY_CONNECTED", [z, w3, bias3], [u], {"fused_activation_function": "NONE"})
     path = tmp_path / "fc.tflite"
     path.write_bytes(b.build([x], [u]))
@@ -108,7 +109,7 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, bui
     assert calls.count("nn2c_fc_s8_simd") == 3, calls
     files = compile_model(path, CompileOptions(target=target)).files
     config = files["nn2c_kernels/nn2c_config.h"]
-    for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS"):  # (Arm DSP paths)
+    for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS"):  # (Arm DSP paths)
         assert (f"NN2C_OMIT_{path_name}" in config) == (target == "cortex-m55"), path_name
     records = re.findall(r"\.records = (\w+)", files["fc.c"])
     assert records[0] == "NULL" and all((r != "NULL") == (target == "cortex-m4") for r in records[1:]), records

@@ -22,6 +22,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_EXPAND_WINDOW": "Arm DSP convolution windows expanded from the image (rows of whole words)",
     "DSP_FC_BATCH_PAIRS": "Arm DSP FULLY_CONNECTED over two input rows at a time (a batch of 2 or more)",
     "DSP_FC_ARRAYS": "Arm DSP FULLY_CONNECTED output stage from per-channel arrays (not records)",
+    "DSP_FC_GROUPS": "Arm DSP FULLY_CONNECTED of batch 1 from records, 16 channels or more, whole input words in "
+                     "pairs: its groups of 4 channels in one assembly loop",
 }
 
 

@@ -32,6 +32,9 @@ const uint8_t nn2c_kernel_path_dsp_fc_batch_pairs = 1;
 #if !defined(NN2C_OMIT_DSP_FC_ARRAYS)
 const uint8_t nn2c_kernel_path_dsp_fc_arrays = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_FC_GROUPS)
+const uint8_t nn2c_kernel_path_dsp_fc_groups = 1;
+#endif
 
 /* --- shared helpers ---------------------------------------------------------------------------- */
 
@@ -570,7 +573,7 @@ NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, in
 #endif
 }
 
-#if defined(NN2C_INLINE_ASM)
+#if defined(NN2C_INLINE_ASM) && !defined(NN2C_OMIT_DSP_FC_GROUPS) /* nn2c_config.h: a layer takes the path */
 /* What nn2c_gemm_rows1_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
 typedef struct {
     const int8_t *a0;   /* 0: the row */
@@ -633,8 +636,8 @@ static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, c
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const int32_t *rec = m->records; /* pairs of channels, the last one padded */
     int32_t c = 0;
-#if defined(NN2C_INLINE_ASM)
-    if (blocks >= 2 && (blocks & 1) == 0 && tail == 0 && out_c >= 4) {
+#if defined(NN2C_INLINE_ASM) && !defined(NN2C_OMIT_DSP_FC_GROUPS)
+    if (blocks >= 2 && (blocks & 1) == 0 && tail == 0 && out_c >= 16) { /* (codegen: takes_fc_groups) */
         nn2c_dsp_rows1_walk_t walk = {a0, rec, o0, group_bytes, out_c >> 2};
         nn2c_gemm_rows1_groups(&walk, a0 + 4 * blocks, w);
         c = out_c & ~3;
@@ -3322,6 +3325,13 @@ void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, con
         const int32_t *t1 = p->scaled1, *t2 = p->scaled2;
         const int64_t *rounding = p->rounding + 4;
         const int32_t no = -so - 1;
+        if (lo == -128 && hi == 127) { /* int8's range (a RELU whose output zero point is -128 too): one SSAT */
+            for (; i < n; ++i) {
+                const int32_t sum = (int32_t)((uint32_t)t1[input1[i]] + (uint32_t)t2[input2[i]]);
+                output[i] = (int8_t)nn2c_sat_i8((nn2c_dsp_fused_high(sum, mo, rounding) >> no) + off_out);
+            }
+            return;
+        }
         for (; i < n; ++i) {
             const int32_t sum = (int32_t)((uint32_t)t1[input1[i]] + (uint32_t)t2[input2[i]]);
             const int32_t y = (nn2c_dsp_fused_high(sum, mo, rounding) >> no) + off_out;

@@ -93,6 +93,17 @@ def fc_s8_params(ctx: EmitContext, node: Node) -> str:
     })
 
 
+# An Arm DSP FULLY_CONNECTED of batch 1 from records runs its groups of 4 channels in one assembly loop
+# (nn2c_gemm_rows1_groups: some 40 instructions a group fewer, 470 B more code) from this many channels, its
+# depth an even count of whole words (the loop's steps come in pairs, without a tail).
+FC_GROUPS_MIN_CHANNELS = 16
+
+
+def takes_fc_groups(depth: int, channels: int) -> bool:
+    """Whether a FULLY_CONNECTED of batch 1 with records takes nn2c_config.h's DSP_FC_GROUPS path."""
+    return depth >= 8 and depth % 8 == 0 and channels >= FC_GROUPS_MIN_CHANNELS
+
+
 @lowering("FULLY_CONNECTED")
 def fully_connected(node: Node, ctx: EmitContext) -> None:
     x, w = node.inputs[0], node.inputs[1]
@@ -160,6 +171,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 ctx.take_path("DSP_FC_BATCH_PAIRS")
             if dsp and fields["records"] == "NULL":
                 ctx.take_path("DSP_FC_ARRAYS")
+            elif dsp and batches == 1 and takes_fc_groups(accum_depth, output_depth):
+                ctx.take_path("DSP_FC_GROUPS")
             ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
             return
         params = fc_s8_params(ctx, node)
