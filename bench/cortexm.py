@@ -189,7 +189,7 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
     g4, g55 = _geomean(ratios["cortex-m4"]), _geomean(ratios["cortex-m55"])
     lines += ["", f"Geometric mean of the ratios over the measured acceptance models "
               f"({len(ratios['cortex-m4'])} on M4, {len(ratios['cortex-m55'])} on M55): "
-              f"M4 {_n(g4, 2)}, M55 {_n(g55, 2)}."]
+              f"M4 {_n(g4, 3)}, M55 {_n(g55, 3)}."]
     if large:
         lines += ["", "Too big for the bench image (512 KiB of code memory, 512 KiB of RAM), measured with a larger "
                   "memory map (Cortex-M4: the board's 4 MiB of code memory and of RAM; Cortex-M55: weights and "
@@ -244,7 +244,7 @@ def _memory_table(rows: list[dict]) -> list[str]:
             _n(r4.instructions_per_inference / bound if bound else None, 2) + " |",
         ]))
     lines += ["", f"Geometric mean over the measured acceptance models ({len(memory_ratios)}): loads+stores ratio "
-              f"{_n(_geomean(memory_ratios), 2)}, cycle-proxy ratio {_n(_geomean(proxy_ratios), 2)}."]
+              f"{_n(_geomean(memory_ratios), 3)}, cycle-proxy ratio {_n(_geomean(proxy_ratios), 3)}."]
     return lines
 
 
