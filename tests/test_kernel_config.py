@@ -56,7 +56,8 @@ def test_real_models_keep_the_paths_their_layers_take():
     # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
     # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == {
-        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_IM2COL", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS"}
+        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_IM2COL", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS",
+        "MVE_DW_ANY"}
     # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop)
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
         "DSP_FC_GROUPS"}
@@ -64,7 +65,11 @@ def test_real_models_keep_the_paths_their_layers_take():
     # 255 channels, odd, reads records padded to whole pairs) and a 3x3 first convolution over 1 channel
     # (im2col)
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_ARRAYS", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_ARRAYS", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS", "MVE_DW_ANY"}
+    # on the M55: kws's depthwise layers are 3x3 over 64 channels (the assembly's base case); tinyengine/vww's
+    # have 5x5 and 7x7 filters and pruned channel counts (14, 47, ...)
+    assert "MVE_DW_ANY" in _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"))
+    assert "MVE_DW_ANY" not in _omitted(_config("tinyengine/vww.tflite", "cortex-m55"))
     # the host has no Arm DSP path: all are left out (they guard only Arm DSP code)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "host")) == set(OPTIONAL_PATHS)
 

@@ -24,6 +24,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_FC_ARRAYS": "Arm DSP FULLY_CONNECTED output stage from per-channel arrays (not records)",
     "DSP_FC_GROUPS": "Arm DSP FULLY_CONNECTED of batch 1 from records, 16 channels or more, whole input words in "
                      "pairs: its groups of 4 channels in one assembly loop",
+    "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "
+                  "windows, other tap counts, a last partial group",
 }
 
 

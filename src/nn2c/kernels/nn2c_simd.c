@@ -35,6 +35,9 @@ const uint8_t nn2c_kernel_path_dsp_fc_arrays = 1;
 #if !defined(NN2C_OMIT_DSP_FC_GROUPS)
 const uint8_t nn2c_kernel_path_dsp_fc_groups = 1;
 #endif
+#if !defined(NN2C_OMIT_MVE_DW_ANY)
+const uint8_t nn2c_kernel_path_mve_dw_any = 1;
+#endif
 
 /* --- shared helpers ---------------------------------------------------------------------------- */
 
@@ -2643,6 +2646,7 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
             NN2C_MVE_DW_ASM_3X3_STEPS;
         }
 #undef NN2C_MVE_DW_ASM_3X3_STEPS
+#if !defined(NN2C_OMIT_MVE_DW_ANY) /* nn2c_config.h: some layer's filter is not 3x3 */
     } else if (window->col != 0 && n_taps == 25) {
         const int32_t col = window->col, back = window->row - 4 * window->col;
         __asm__ volatile(NN2C_MVE_DW_ROWS("5", NN2C_MVE_DW_ROW5)
@@ -2655,6 +2659,7 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
                          : NN2C_MVE_DW_OPERANDS
                          : [col] "r"(col), [back] "r"(back), NN2C_MVE_DW_OUT_FIELDS
                          : "cc", "memory");
+#endif
     } else if (n_taps == 9) {
         const intptr_t *tp = taps;
 #define NN2C_MVE_DW_TABLE_TAP "ldr %[x], [%[tp]], #4\n\t" "add %[x], %[x], %[xg]\n\t" NN2C_MVE_DW_TAP16
@@ -2681,6 +2686,7 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
         }
 #undef NN2C_MVE_DW_ASM_3X3_TABLE
 #undef NN2C_MVE_DW_TABLE_ROW3
+#if !defined(NN2C_OMIT_MVE_DW_ANY)
     } else { /* any tap count: a loop over the table (the count in r, free until the output stage); always
               * clamped (asm takes at most 30 operands: no room for the full-range flag's offset) */
         const intptr_t *tp = taps;
@@ -2703,6 +2709,7 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
             : [nt] "r"(n_taps), [o] "r"(o), [off_at] "i"(offsetof(nn2c_simd_out_t, offset)),
               [lo_at] "i"(offsetof(nn2c_simd_out_t, lo)), [hi_at] "i"(offsetof(nn2c_simd_out_t, hi))
             : "cc", "memory");
+#endif
     }
 #undef NN2C_MVE_DW_TABLE_TAP
 #undef NN2C_MVE_DW_ROWS
@@ -2712,6 +2719,7 @@ __attribute__((noinline)) static void nn2c_dw_groups_right(const nn2c_dw_simd_pa
 #undef NN2C_MVE_DW_COL
 }
 
+#if !defined(NN2C_OMIT_MVE_DW_ANY) /* nn2c_config.h: some layer has a last, partial group of 16 */
 /* The last, partial group of n (1 to 15) channels at channel c of one window (a pruned layer's; filter and
  * per-channel arrays zero-padded to the whole group): the input loads and the stores predicated to the n
  * channels, so that nothing past the pixel's channels is read or written. Above 8 channels the first half is
@@ -2865,15 +2873,21 @@ __attribute__((noinline)) static void nn2c_dw_last_right(const nn2c_dw_simd_para
 #undef NN2C_MVE_DW_LAST_TAP_LO
 #undef NN2C_MVE_DW_LAST_TAP_HI
 
+#endif
+
 /* All channels of one window of a layer without left shifts: the whole groups, then a partial one. */
 NN2C_INLINE void nn2c_dw_window_right(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o, int32_t C,
                                       uintptr_t base, const intptr_t *taps, int32_t n_taps,
                                       const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
     const int32_t groups = C >> 4, last = C & 15;
     if (groups > 0) nn2c_dw_groups_right(p, o, groups, base, taps, n_taps, window, filter, out);
+#if !defined(NN2C_OMIT_MVE_DW_ANY)
     if (last > 0) {
         nn2c_dw_last_right(p, o, C - last, last, base, taps, n_taps, window, filter + (C - last) * n_taps, out);
     }
+#else
+    (void)last; /* (nn2c_dw_s8_simd's assembly route takes only whole groups then) */
+#endif
 }
 
 /* count neighbouring output pixels (windows `step` bytes apart, all inside the image; inner: their tap
@@ -3114,11 +3128,20 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     const int grid3 = g->filter_h == 3 && g->filter_w == 3;
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
     const int pairs8 = grid3 && right && C == 8; /* two pixels' 8 channels as one group of 16 */
+#if defined(NN2C_OMIT_MVE_DW_ANY) /* nn2c_config.h: only 3x3 layers of whole groups of 16 in assembly */
+    const int assembly = right && grid3 && C % 16 == 0;
+#else
+    const int assembly = right; /* any filter, a last partial group of channels */
+#endif
 #endif
     const nn2c_dw_window_t by_table = {right, 0, 0};
 #if defined(NN2C_SIMD_MVE)
     /* the square filters whose windows inside the image the assembly walks by column and row steps */
+#if defined(NN2C_OMIT_MVE_DW_ANY)
+    const int stepped = grid3;
+#else
     const int stepped = grid3 || (g->filter_h == g->filter_w && (g->filter_w == 5 || g->filter_w == 7));
+#endif
     const nn2c_dw_window_t by_steps = {right, stepped ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
 #else
     const nn2c_dw_window_t by_steps = {right, grid3 ? g->dilation_w * C : 0, g->dilation_h * g->in_w * C};
@@ -3184,11 +3207,11 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                     ++ox;
                     continue;
                 }
-                if (right && taps != inner) {
+                if (assembly && taps != inner) {
                     nn2c_dw_window_right(p, &o, C, base, taps, n_taps, window, filter, out);
                     continue;
                 }
-                if (right) {
+                if (assembly) {
                     /* this window and the next ones of the row inside the image: one call for the run */
                     int32_t n = 1;
                     while (ox + n < g->out_w && ix0 + n * g->stride_w + span_w < g->in_w) ++n;

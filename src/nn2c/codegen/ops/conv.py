@@ -554,6 +554,9 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         "right": _right_shifts(shifts),
         "records": records,
     })
+    if lanes == 16 and _right_shifts(shifts) and not (
+            (geom.filter_h, geom.filter_w) == (3, 3) and geom.out_c % 16 == 0):
+        ctx.take_path("MVE_DW_ANY")
     scratch = ctx.scratch(geom.in_c)
     if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word)
         packed = ctx.const_array(pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16).reshape(-1), "int16_t",
