@@ -258,8 +258,8 @@ def _add_s8_simd(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -
 
 
 # An Arm DSP ADD of at least this many elements reads its inputs' rescaled values from two tables of 256
-# int32 (2 KB of flash, or less where two ADDs share a table): 22 instructions fewer per element (resnet's ADDs
-# on Cortex-M4: 43 -> 21, measured in QEMU); below it, and at --optimize size, they are computed.
+# int32 (2 KB of flash, or less where two ADDs share a table): 28 instructions fewer per element (resnet's ADDs
+# on Cortex-M4: 43 -> 15, measured in QEMU); below it, and at --optimize size, they are computed.
 ADD_TABLE_MIN_ELEMENTS = 1024
 
 
