@@ -325,15 +325,18 @@ void fake_reset(void);
 #endif
 """
 
-FAKE_SOURCE = """#include <stdint.h>
-#include "fake.h"
-static uint8_t fake_buffer[4];
+# the fake model's buffer and API (its one input is its one output, 4 bytes)
+FAKE_API = """static uint8_t fake_buffer[4];
 void *fake_input(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
 const void *fake_output(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
 size_t fake_input_bytes(int index) { return index == 0 ? 4 : 0; }
 size_t fake_output_bytes(int index) { return index == 0 ? 4 : 0; }
 void fake_reset(void) {}
-__attribute__((noipa)) void fake_kernel_a(uint8_t *x) { __asm__ volatile(".rept %c0\\n\\tnop\\n\\t.endr" :: "i"(A)); x[0] ^= 1; }
+"""
+
+FAKE_SOURCE = """#include <stdint.h>
+#include "fake.h"
+""" + FAKE_API + """__attribute__((noipa)) void fake_kernel_a(uint8_t *x) { __asm__ volatile(".rept %c0\\n\\tnop\\n\\t.endr" :: "i"(A)); x[0] ^= 1; }
 __attribute__((noipa)) void fake_kernel_b(uint8_t *x) { __asm__ volatile(".rept %c0\\n\\tnop\\n\\t.endr" :: "i"(B)); x[1] ^= 2; }
 int fake_invoke(void) {
     /* [0] NOP_A: first */

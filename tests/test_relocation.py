@@ -117,12 +117,7 @@ MOVE_QEMU_SOURCE = r"""
 #include <string.h>
 #include "nn2c_common.h"
 #include "fake.h"
-static uint8_t fake_buffer[4];
-void *fake_input(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
-const void *fake_output(int index) { return index == 0 ? &fake_buffer[0] : NULL; }
-size_t fake_input_bytes(int index) { return index == 0 ? 4 : 0; }
-size_t fake_output_bytes(int index) { return index == 0 ? 4 : 0; }
-void fake_reset(void) {}
+FAKE_API
 
 static uint8_t a[400] NN2C_ALIGNED(16), b[400] NN2C_ALIGNED(16);
 
@@ -150,7 +145,7 @@ int fake_invoke(void) {
 def test_nn2c_move_equals_memmove_on_cortex_m4(tmp_path: Path) -> None:
     from nn2c.targets.cortexm_build import build_image, missing_tools
     from nn2c.targets.cortexm_run import run_image
-    from tests.test_cortexm import FAKE_HEADER
+    from tests.test_cortexm import FAKE_API, FAKE_HEADER
 
     missing = missing_tools()
     if missing:
@@ -158,7 +153,7 @@ def test_nn2c_move_equals_memmove_on_cortex_m4(tmp_path: Path) -> None:
     folder = tmp_path / "fake"
     folder.mkdir()
     (folder / "fake.h").write_text(FAKE_HEADER)
-    (folder / "fake.c").write_text(MOVE_QEMU_SOURCE)
+    (folder / "fake.c").write_text(MOVE_QEMU_SOURCE.replace("FAKE_API\n", FAKE_API))
     kernels = Path(str(resources.files("nn2c") / "kernels"))
     for header in ("nn2c_common.h", "nn2c_config.h"):
         shutil.copy(kernels / header, folder / header)

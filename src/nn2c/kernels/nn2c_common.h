@@ -71,6 +71,24 @@ NN2C_INLINE int64_t nn2c_read_index(const void *indices, size_t k, int32_t index
 #define NN2C_MOVE_LIST "{r2, r3, r4, r5, r6, r8, r9, r12}"
 #define NN2C_MOVE_OUTPUTS \
     "=&r"(m2), "=&r"(m3), "=&r"(m4), "=&r"(m5), "=&r"(m6), "=&r"(m8), "=&r"(m9), "=&r"(m12)
+/* nn2c_move's whole pairs of 16-byte blocks (count `blocks`, then 0 or 1 left) between sw and dw, walked up
+ * (LOAD / STORE "ldm" / "stm") or down ("ldmdb" / "stmdb") */
+#define NN2C_MOVE_BLOCKS(LOAD, STORE) \
+    if (blocks >= 2) { \
+        size_t k = blocks / 2; \
+        NN2C_MOVE_REGISTERS; \
+        __asm__ volatile("1:\n\t" \
+                         LOAD "  %[s]!, " NN2C_MOVE_LIST "\n\t" \
+                         STORE "  %[d]!, " NN2C_MOVE_LIST "\n\t" \
+                         "subs   %[k], %[k], #1\n\t" \
+                         "bne    1b\n\t" \
+                         : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), NN2C_MOVE_OUTPUTS \
+                         : \
+                         : "cc", "memory"); \
+        blocks &= 1; \
+    }
+#else
+#define NN2C_MOVE_BLOCKS(LOAD, STORE) /* (the C loops below move them) */
 #endif
 
 /* memmove for the arena: a relocated tensor or a row group's sliding window. The C library's
@@ -89,21 +107,7 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
     if (d < s) { /* forward: every byte is read before a lower write can reach it */
         nn2c_word_t *dw = (nn2c_word_t *)dst;
         const nn2c_word_t *sw = (const nn2c_word_t *)src;
-#if defined(NN2C_MOVE_LDM)
-        if (blocks >= 2) { /* 32 bytes a step: one LDM and one STM of eight registers */
-            size_t k = blocks / 2;
-            NN2C_MOVE_REGISTERS;
-            __asm__ volatile("1:\n\t"
-                             "ldm    %[s]!, " NN2C_MOVE_LIST "\n\t"
-                             "stm    %[d]!, " NN2C_MOVE_LIST "\n\t"
-                             "subs   %[k], %[k], #1\n\t"
-                             "bne    1b\n\t"
-                             : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), NN2C_MOVE_OUTPUTS
-                             :
-                             : "cc", "memory");
-            blocks &= 1;
-        }
-#endif
+        NN2C_MOVE_BLOCKS("ldm", "stm"); /* (up) */
         for (; blocks > 0; --blocks, dw += 4, sw += 4) {
             const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
             dw[0] = a; dw[1] = b; dw[2] = c; dw[3] = e;
@@ -122,21 +126,7 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
         dw = (nn2c_word_t *)(void *)d;
         sw = (const nn2c_word_t *)(const void *)s;
         for (; words > 0; --words) { *--dw = *--sw; NN2C_LOOP_BARRIER(); }
-#if defined(NN2C_MOVE_LDM)
-        if (blocks >= 2) { /* 32 bytes a step down: LDMDB / STMDB */
-            size_t k = blocks / 2;
-            NN2C_MOVE_REGISTERS;
-            __asm__ volatile("1:\n\t"
-                             "ldmdb  %[s]!, " NN2C_MOVE_LIST "\n\t"
-                             "stmdb  %[d]!, " NN2C_MOVE_LIST "\n\t"
-                             "subs   %[k], %[k], #1\n\t"
-                             "bne    1b\n\t"
-                             : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), NN2C_MOVE_OUTPUTS
-                             :
-                             : "cc", "memory");
-            blocks &= 1;
-        }
-#endif
+        NN2C_MOVE_BLOCKS("ldmdb", "stmdb"); /* (down) */
         for (; blocks > 0; --blocks) {
             const uint32_t a = sw[-1], b = sw[-2], c = sw[-3], e = sw[-4];
             dw[-1] = a; dw[-2] = b; dw[-3] = c; dw[-4] = e;
