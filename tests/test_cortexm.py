@@ -86,9 +86,11 @@ def test_model_on_qemu(model, target, tmp_path):
     assert report.memory_overhead >= 0
     if target != "cortex-m55":  # Helium helpers access memory per element: a VLDRB.8 counts 16
         assert report.memory_accesses_per_inference < report.instructions_per_inference
-        # outside the layers: invoke's own code (a state reset on the first call), one access per
-        # instruction at most, plus its prologue / epilogue
-        assert report.memory_overhead <= report.invoke_overhead + 16, (report.memory_overhead, report.invoke_overhead)
+        # outside the layers: invoke's own code (a state reset on the first call, the relocations' moves:
+        # nn2c_move's LDM / STM of eight registers on Armv7E-M), eight accesses per instruction at most, plus
+        # its prologue / epilogue
+        assert report.memory_overhead <= 8 * report.invoke_overhead + 16, (report.memory_overhead,
+                                                                            report.invoke_overhead)
     for layer in report.layers:
         assert (layer.memory_accesses > 0) == (layer.instructions > 0), layer
     # the lower bound: every layer that runs code has one, below what it measured

@@ -65,30 +65,36 @@ NN2C_INLINE int64_t nn2c_read_index(const void *indices, size_t k, int32_t index
  * register at the lowest address), so the same list in both keeps the bytes in order. */
 #if defined(NN2C_INLINE_ASM) && defined(__ARM_ARCH_7EM__) && !defined(__cplusplus)
 #define NN2C_MOVE_LDM 1
-#define NN2C_MOVE_REGISTERS \
-    register uint32_t m2 __asm__("r2"), m3 __asm__("r3"), m4 __asm__("r4"), m5 __asm__("r5"); \
-    register uint32_t m6 __asm__("r6"), m8 __asm__("r8"), m9 __asm__("r9"), m12 __asm__("r12")
-#define NN2C_MOVE_LIST "{r2, r3, r4, r5, r6, r8, r9, r12}"
-#define NN2C_MOVE_OUTPUTS \
-    "=&r"(m2), "=&r"(m3), "=&r"(m4), "=&r"(m5), "=&r"(m6), "=&r"(m8), "=&r"(m9), "=&r"(m12)
-/* nn2c_move's whole pairs of 16-byte blocks (count `blocks`, then 0 or 1 left) between sw and dw, walked up
- * (LOAD / STORE "ldm" / "stm") or down ("ldmdb" / "stmdb") */
-#define NN2C_MOVE_BLOCKS(LOAD, STORE) \
-    if (blocks >= 2) { \
-        size_t k = blocks / 2; \
-        NN2C_MOVE_REGISTERS; \
-        __asm__ volatile("1:\n\t" \
-                         LOAD "  %[s]!, " NN2C_MOVE_LIST "\n\t" \
-                         STORE "  %[d]!, " NN2C_MOVE_LIST "\n\t" \
-                         "subs   %[k], %[k], #1\n\t" \
-                         "bne    1b\n\t" \
-                         : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), NN2C_MOVE_OUTPUTS \
-                         : \
-                         : "cc", "memory"); \
-        blocks &= 1; \
+/* k steps of 32 bytes from *s to *d, both walked up, or down from where they point (down) */
+NN2C_INLINE void nn2c_move_blocks32(nn2c_word_t **d, const nn2c_word_t **s, size_t k, int down) {
+    register uint32_t m2 __asm__("r2"), m3 __asm__("r3"), m4 __asm__("r4"), m5 __asm__("r5");
+    register uint32_t m6 __asm__("r6"), m8 __asm__("r8"), m9 __asm__("r9"), m12 __asm__("r12");
+    nn2c_word_t *dw = *d;
+    const nn2c_word_t *sw = *s;
+    if (down) {
+        __asm__ volatile("1:\n\t"
+                         "ldmdb  %[s]!, {r2, r3, r4, r5, r6, r8, r9, r12}\n\t"
+                         "stmdb  %[d]!, {r2, r3, r4, r5, r6, r8, r9, r12}\n\t"
+                         "subs   %[k], %[k], #1\n\t"
+                         "bne    1b"
+                         : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), "=&r"(m2), "=&r"(m3), "=&r"(m4), "=&r"(m5),
+                           "=&r"(m6), "=&r"(m8), "=&r"(m9), "=&r"(m12)
+                         :
+                         : "cc", "memory");
+    } else {
+        __asm__ volatile("1:\n\t"
+                         "ldm    %[s]!, {r2, r3, r4, r5, r6, r8, r9, r12}\n\t"
+                         "stm    %[d]!, {r2, r3, r4, r5, r6, r8, r9, r12}\n\t"
+                         "subs   %[k], %[k], #1\n\t"
+                         "bne    1b"
+                         : [s] "+r"(sw), [d] "+r"(dw), [k] "+r"(k), "=&r"(m2), "=&r"(m3), "=&r"(m4), "=&r"(m5),
+                           "=&r"(m6), "=&r"(m8), "=&r"(m9), "=&r"(m12)
+                         :
+                         : "cc", "memory");
     }
-#else
-#define NN2C_MOVE_BLOCKS(LOAD, STORE) /* (the C loops below move them) */
+    *d = dw;
+    *s = sw;
+}
 #endif
 
 /* memmove for the arena: a relocated tensor or a row group's sliding window. The C library's
@@ -107,7 +113,12 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
     if (d < s) { /* forward: every byte is read before a lower write can reach it */
         nn2c_word_t *dw = (nn2c_word_t *)dst;
         const nn2c_word_t *sw = (const nn2c_word_t *)src;
-        NN2C_MOVE_BLOCKS("ldm", "stm"); /* (up) */
+#if defined(NN2C_MOVE_LDM)
+        if (blocks >= 2) {
+            nn2c_move_blocks32(&dw, &sw, blocks / 2, 0);
+            blocks &= 1;
+        }
+#endif
         for (; blocks > 0; --blocks, dw += 4, sw += 4) {
             const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
             dw[0] = a; dw[1] = b; dw[2] = c; dw[3] = e;
@@ -126,7 +137,12 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
         dw = (nn2c_word_t *)(void *)d;
         sw = (const nn2c_word_t *)(const void *)s;
         for (; words > 0; --words) { *--dw = *--sw; NN2C_LOOP_BARRIER(); }
-        NN2C_MOVE_BLOCKS("ldmdb", "stmdb"); /* (down) */
+#if defined(NN2C_MOVE_LDM)
+        if (blocks >= 2) {
+            nn2c_move_blocks32(&dw, &sw, blocks / 2, 1);
+            blocks &= 1;
+        }
+#endif
         for (; blocks > 0; --blocks) {
             const uint32_t a = sw[-1], b = sw[-2], c = sw[-3], e = sw[-4];
             dw[-1] = a; dw[-2] = b; dw[-3] = c; dw[-4] = e;

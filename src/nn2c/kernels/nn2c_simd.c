@@ -1060,18 +1060,7 @@ NN2C_INLINE void nn2c_mve_requant_rows(int32x4_t *r0, int32x4_t *r1, int32x4_t b
     "vldrb.8 %q[b], [%[w]], #16\n\t" OP " %[s03], %q[v0], %q[b]\n\t" OP " %[s13], %q[v1], %q[b]\n\t"
 #endif
 
-#if defined(NN2C_SIMD_MVE)
-/* Four int32 lanes from four general registers: two VMOV (two lanes each). */
-NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d) {
-    int32x4_t v;
-    __asm__("vmov %q[v][2], %q[v][0], %[a], %[c]\n\t"
-            "vmov %q[v][3], %q[v][1], %[b], %[d]"
-            : [v] "=w"(v)
-            : [a] "r"(a), [b] "r"(b), [c] "r"(c), [d] "r"(d));
-    return v;
-}
-
-#if defined(NN2C_INLINE_ASM)
+#if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
 /* What nn2c_gemm_rows2_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
 typedef struct {
     const int8_t *a0, *a1; /* 0, 4: the two rows */
@@ -1187,6 +1176,18 @@ __attribute__((noinline)) static void nn2c_gemm_rows2_groups(const nn2c_gemm_s8_
 #undef NN2C_MVE_ROWS2_TAIL
 #undef NN2C_MVE_ROWS2_BLOCKS
 #endif
+
+#if defined(NN2C_SIMD_MVE)
+/* Four int32 lanes from four general registers: two VMOV (two lanes each). */
+NN2C_INLINE int32x4_t nn2c_mve_from4(int32_t a, int32_t b, int32_t c, int32_t d) {
+    int32x4_t v;
+    __asm__("vmov %q[v][2], %q[v][0], %[a], %[c]\n\t"
+            "vmov %q[v][3], %q[v][1], %[b], %[d]"
+            : [v] "=w"(v)
+            : [a] "r"(a), [b] "r"(b), [c] "r"(c), [d] "r"(d));
+    return v;
+}
+
 
 /* G = 4, KB = 16. Two rows x four channels per step: 6 vector loads, 8 VMLADAVA (128 MACs);
  * the last partial block of a row is a predicated (zeroing) load, the filter is zero-padded.
