@@ -54,18 +54,21 @@ def test_config_header_leaves_out_exactly_the_paths_not_taken():
 def test_real_models_keep_the_paths_their_layers_take():
     # kws_ref_model on the M4: every depthwise layer and convolution reads records; its first
     # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
-    # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop)
+    # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop); every
+    # convolution's filter is dual
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == {
-        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_IM2COL", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS",
-        "MVE_DW_ANY"}
-    # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop)
+        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_GEMM_PLAIN", "DSP_IM2COL", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS",
+        "DSP_FC_GROUPS", "DSP_FC_DUAL", "MVE_DW_ANY"}
+    # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop), all
+    # dual filters
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_FC_GROUPS"}
+        "DSP_FC_DUAL"}
     # person_detect: a depthwise layer with a shift of -1, outside the records' range (its convolution of
-    # 255 channels, odd, reads records padded to whole pairs) and a 3x3 first convolution over 1 channel
-    # (im2col)
+    # 255 channels, odd, reads records padded to whole pairs, not dual; the others are dual) and a 3x3 first
+    # convolution over 1 channel (im2col)
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_ARRAYS", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS", "MVE_DW_ANY"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_ARRAYS", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS", "DSP_FC_DUAL",
+        "MVE_DW_ANY"}
     # on the M55: kws's depthwise layers are 3x3 over 64 channels (the assembly's base case); tinyengine/vww's
     # have 5x5 and 7x7 filters and pruned channel counts (14, 47, ...)
     assert "MVE_DW_ANY" in _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"))

@@ -42,11 +42,13 @@ class Case:
     equal_scales: bool = False  # one scale per channel, all equal (TFLite treats it as per-tensor)
     gain: float = 1.0  # output scale divided by this: above ~100, some channels' multipliers exceed 0.5 (shift >= 0)
     weight_max: int = 127  # int8 weights drawn from [-weight_max, weight_max]
+    weight_min: int | None = None  # the lowest weight drawn instead of -weight_max (-128: int8's whole range)
 
 
 def _seed(case: Case) -> int:
-    # (weight_max at its default left out: the seeds of the cases written before it stay as they were)
-    return zlib.crc32(repr(case).replace(", weight_max=127)", ")").encode()) % 10000
+    # (weight_max and weight_min at their defaults left out: the seeds of the cases written before them stay as
+    # they were)
+    return zlib.crc32(repr(case).replace(", weight_min=None)", ")").replace(", weight_max=127)", ")").encode()) % 10000
 
 
 def _out_shape(case: Case, out_c: int) -> tuple[int, int, int, int]:
@@ -81,7 +83,8 @@ def _add_quantized_op(b: ModelBuilder, case: Case, depthwise: bool, act: str, rn
     axis = 3 if depthwise else 0
     in_scale = float(rng.uniform(0.01, 0.1))
     w_scales = rng.uniform(0.002, 0.02, out_c) if case.per_channel else np.array([rng.uniform(0.002, 0.02)])
-    weights = rng.integers(-case.weight_max, case.weight_max + 1, wshape)
+    weights = rng.integers(-case.weight_max if case.weight_min is None else case.weight_min, case.weight_max + 1,
+                           wshape)
     x_range = 74.0 if act == "int8" else 19000.0  # std of uniform int8 / int16 data
     target = 40.0 if act == "int8" else 8000.0
     out_scale = float(in_scale * np.mean(w_scales) * sqrt(depth) * 73.0 * x_range / target * rng.uniform(0.7, 1.4))
@@ -164,6 +167,9 @@ CONV_CASES = [
     Case((1, 6, 5, 8), 70, kernel=(1, 1), activation="RELU6", input_zp=-6, output_zp=-128),
     Case((1, 7, 6, 1), 6, kernel=(3, 3), input_zp=2, output_zp=-4),
     Case((1, 3, 5, 12), 9, kernel=(1, 1), gain=500.0, input_zp=3, output_zp=-2),
+    # weights of -128 (Arm DSP: some B = -128 beside a negative A, so the filter cannot be dual and its
+    # channel pairs run the int8 layout's pair kernel; the other even counts with records are dual)
+    Case((1, 5, 5, 32), 8, kernel=(3, 3), input_zp=-3, output_zp=2, weight_min=-128),
     # an odd channel count from records (Arm DSP: the last pair padded) with an odd pixel count (the last
     # pixel alone: nn2c_gemm_one16)
     Case((1, 5, 3, 6), 5, kernel=(3, 3), input_zp=-2, output_zp=3),
@@ -415,7 +421,10 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [8, 10]), kinds
+    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 10]), kinds
+    # dual filters (nn2c_gemm_s8_t.dual): the even channel counts with records but the one with weights of -128;
+    # one of them over an odd pixel count (3x3 pixels: nn2c_gemm_one16)
+    assert weights.count("(dual)") == (0 if target == "cortex-m55" else 4)
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from nn2c.api import CompileOptions, compile_model
+from nn2c.codegen.ops.conv import DUAL_LIMIT, dual_fits, pack_dual_filter
 from nn2c.verify.compare import verify_model
 from tests.oracle_check import assert_matches_tflm
 from tests.tflite_builder import ModelBuilder
@@ -64,12 +65,48 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
     assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
 
 
+def test_dual_filter_layout_holds_both_channels_of_each_pair():
+    """nn2c_gemm_s8_t.dual: each block's int16 halves h = A + 256 B (inputs 0 2 | 1 3), stored little-endian
+    with B's byte B - [A < 0]; A is h's low byte sign-extended (SXTB16), and SMLAD's sums of the halves and of
+    the low bytes differ by exactly 256 times B's dot product (the kernels' arithmetic, here in int64)."""
+    rng = np.random.default_rng(5)
+    rows = rng.integers(-127, 128, (6, 13))
+    rows[1, 0], rows[0, 0] = -128, 3  # B = -128 beside A >= 0 still fits a byte
+    rows[2:4, 5] = (-128, -1)  # (A may be -128 too)
+    assert dual_fits(rows.astype(np.int8), np.zeros(6))
+    packed = pack_dual_filter(rows.astype(np.int8))
+    assert packed.dtype == np.int8 and packed.size == 6 * 16  # the int8 layout's bytes: 3 pairs x 4 blocks x 8
+    x = rng.integers(-128, 128, 16)
+    x[13:] = 0
+    for c in range(6):
+        pair, got, halves, lows = c // 2, [], 0, 0
+        for k in range(16):
+            at = pair * 2 * 16 + (k // 4) * 8 + 4 * (k % 2) + 2 * ((k % 4) // 2)
+            low, high = int(packed[at]), int(packed[at + 1])
+            h = (low & 0xFF) + 256 * high
+            got.append(low if c % 2 == 0 else (h - low) // 256)
+            halves, lows = halves + int(x[k]) * h, lows + int(x[k]) * low
+        assert got[:13] == rows[c].tolist() and got[13:] == [0, 0, 0], c
+        dot = int(np.dot(x[:13], rows[c]))
+        assert (lows if c % 2 == 0 else (halves - lows) // 256) == dot
+    # what does not fit: an odd channel count; B = -128 where A < 0 (B - 1 is no byte); B's bias and products
+    # able to reach 2^23 (256 times them would leave int32)
+    assert not dual_fits(rows[:5].astype(np.int8), np.zeros(5))
+    bad = rows.copy()
+    bad[0, 7], bad[1, 7] = -2, -128
+    assert not dual_fits(bad.astype(np.int8), np.zeros(6))
+    edge = DUAL_LIMIT - 1 - 128 * int(np.abs(rows[1]).sum())
+    assert dual_fits(rows.astype(np.int8), np.array([0, edge, 0, 0, 0, 0]))
+    assert not dual_fits(rows.astype(np.int8), np.array([0, -edge - 1, 0, 0, 0, 0]))
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
 def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, build):
     """The Arm DSP / Helium kernel itself (nn2c_fc_s8_simd) on a batch of 3, two input rows at a time and
-    then one, and on batches of 1 of 8 and 18 channels (Arm DSP: from records, whole groups of four channels and
-    the last 2; a depth of whole words in pairs runs the groups in one assembly loop),
+    then one, and on batches of 1 of 8, 18 and 16 channels (Arm DSP: from records, whole groups of four channels
+    and the last 2; a depth of whole words in pairs runs the groups in one assembly loop; 16 channels from a dual
+    filter),
     in QEMU, bit-exact with TFLM; the batch pairs' and the arrays' paths stay in the Arm DSP build because a
     layer takes them (nn2c_config.h; dropping either take_path call fails the Cortex-M4 case). Built as the
     bench builds and with the C versions of the inline assembly (docs/user-guide.md)."""
@@ -100,16 +137,22 @@ def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, bui
     bias3 = b.tensor("int32", (18,), scale=6e-3, zero_point=0, data=rng.integers(-300, 300, 18))
     u = b.tensor("int8", (1, 18), scale=0.2, zero_point=3)
     b.op("FULLY_CONNECTED", [z, w3, bias3], [u], {"fused_activation_function": "NONE"})
+    # beside it, 16 channels of the same input (Arm DSP: a dual filter, nn2c_gemm_rows1_groups_dual)
+    w4 = b.tensor("int8", (16, 8), scale=list(rng.uniform(0.01, 0.03, 16)), zero_point=[0] * 16,
+                  data=rng.integers(-127, 128, (16, 8)))
+    bias4 = b.tensor("int32", (16,), scale=6e-3, zero_point=0, data=rng.integers(-300, 300, 16))
+    v = b.tensor("int8", (1, 16), scale=0.25, zero_point=-5)
+    b.op("FULLY_CONNECTED", [z, w4, bias4], [v], {"fused_activation_function": "NONE"})
     path = tmp_path / "fc.tflite"
-    path.write_bytes(b.build([x], [u]))
+    path.write_bytes(b.build([x], [u, v]))
     report = bench_model(path, target=target, count=2, seed=1, workdir=tmp_path / "qemu")
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
     calls = [call for layer in report.layers for call in layer.calls]
-    assert calls.count("nn2c_fc_s8_simd") == 3, calls
+    assert calls.count("nn2c_fc_s8_simd") == 4, calls
     files = compile_model(path, CompileOptions(target=target)).files
     config = files["nn2c_kernels/nn2c_config.h"]
-    for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS"):  # (Arm DSP paths)
+    for path_name in ("DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS", "DSP_FC_DUAL"):  # (Arm DSP paths)
         assert (f"NN2C_OMIT_{path_name}" in config) == (target == "cortex-m55"), path_name
     records = re.findall(r"\.records = (\w+)", files["fc.c"])
     assert records[0] == "NULL" and all((r != "NULL") == (target == "cortex-m4") for r in records[1:]), records

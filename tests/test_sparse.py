@@ -228,7 +228,7 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
     """The Arm DSP's record loops (nn2c_sparse_row1_records: one segment, int8's whole range;
     nn2c_sparse_row1_records_any: the rest; nn2c_sparse_row1_packed at --optimize size) on what pruned ad01
     does not have: a per-channel filter, a RELU6 (a range inside int8's: clamped after SSAT) over one and
-    over two segments, channels with no nonzero at all, and counts of 4, 8 and 12 entries (the assembly's
+    over two segments, channels with no nonzero at all (also in a per-tensor filter's assembly loop), and counts of 4, 8 and 12 entries (the assembly's
     odd and even numbers of four); bit-exact with TFLM."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
@@ -239,13 +239,14 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
     b = ModelBuilder()
     x = b.tensor("int8", (1, 300), scale=0.05, zero_point=-9)
     h, depth = x, 300
-    for units, activation, zero_point in ((24, "RELU6", -128), (20, "NONE", 5), (16, "RELU6", -100)):
+    for units, activation, zero_point in ((24, "RELU6", -128), (20, "NONE", 5), (16, "RELU6", -100), (12, "NONE", 3)):
         w = np.zeros((units, depth), dtype=np.int64)
         for row, nonzeros in zip(w, np.minimum(rng.choice([0, 3, 4, 8, 11, 12, 30], units), depth), strict=True):
             row[rng.choice(depth, nonzeros, replace=False)] = rng.choice([-1, 1], nonzeros) * rng.integers(1, 128,
                                                                                                         nonzeros)
-        wt = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.01, 0.05, units)), zero_point=[0] * units,
-                      data=w)
+        per_channel = units != 12  # the last filter per-tensor (nn2c_sparse_row1_biases)
+        wt = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.01, 0.05, units)) if per_channel else 0.03,
+                      zero_point=[0] * units if per_channel else 0, data=w)
         bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
         y = b.tensor("int8", (1, units), scale=0.05, zero_point=zero_point)
         b.op("FULLY_CONNECTED", [h, wt, bias], [y], {"fused_activation_function": activation})
@@ -254,8 +255,8 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
     path.write_bytes(b.build([x], [h]))
     options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize=optimize)
     source = compile_model(path, options).files["records.c"]
-    assert source.count(".records = ") == 3, source
-    assert source.count(".packed = 1") == 3 * (optimize == "size")
+    assert source.count(".records = ") == 4, source
+    assert source.count(".packed = 1") == 4 * (optimize == "size")
     report = bench_model(path, target="cortex-m4", count=3, seed=6, workdir=tmp_path / "qemu", options=options)
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)

@@ -24,6 +24,11 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_FC_ARRAYS": "Arm DSP FULLY_CONNECTED output stage from per-channel arrays (not records)",
     "DSP_FC_GROUPS": "Arm DSP FULLY_CONNECTED of batch 1 from records, 16 channels or more, whole input words in "
                      "pairs: its groups of 4 channels in one assembly loop",
+    "DSP_FC_DUAL": "Arm DSP FULLY_CONNECTED as DSP_FC_GROUPS over a multiple of 4 channels whose filter is dual "
+                   "(channel pairs as int16 halves A + 256 B: 3 instructions per 4 MACs instead of 4)",
+    "DSP_GEMM_DUAL": "Arm DSP convolution over pixel pairs whose filter is dual (as DSP_FC_DUAL)",
+    "DSP_GEMM_PLAIN": "Arm DSP convolution over pixel pairs from records whose filter is not dual (an odd channel "
+                      "count, or weights that do not fit)",
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "
                   "windows, other tap counts, a last partial group",
 }

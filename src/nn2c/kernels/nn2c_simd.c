@@ -35,6 +35,15 @@ const uint8_t nn2c_kernel_path_dsp_fc_arrays = 1;
 #if !defined(NN2C_OMIT_DSP_FC_GROUPS)
 const uint8_t nn2c_kernel_path_dsp_fc_groups = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_FC_DUAL)
+const uint8_t nn2c_kernel_path_dsp_fc_dual = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_GEMM_DUAL)
+const uint8_t nn2c_kernel_path_dsp_gemm_dual = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_GEMM_PLAIN)
+const uint8_t nn2c_kernel_path_dsp_gemm_plain = 1;
+#endif
 #if !defined(NN2C_OMIT_MVE_DW_ANY)
 const uint8_t nn2c_kernel_path_mve_dw_any = 1;
 #endif
@@ -362,20 +371,31 @@ NN2C_INLINE int32_t nn2c_dsp_clamp(int32_t y, int32_t lo, int32_t hi) {
 /* --- matrix product: rows of the left operand x all output channels ----------------------------- */
 
 #if !defined(NN2C_SIMD_MVE) && !defined(NN2C_SIMD_DSP)
+/* The weight of channel c at input k in the packed filter w (any G x KB layout; G = 2, KB = 4 when dual). */
+static int32_t nn2c_gemm_weight(const nn2c_gemm_s8_t *m, const int8_t *w, int32_t c, int32_t k) {
+    const int32_t G = m->rows_per_group, KB = m->k_block;
+    const int8_t *block = w + (c / G) * G * m->depth_padded + (k / KB) * G * KB;
+    if (!m->dual) {
+        return block[(c % G) * KB + k % KB];
+    }
+    /* the int16 half A + 256 B of inputs k (0 2 | 1 3 in the block's two words): A its low byte, B the rest */
+    const int8_t *half = block + 4 * (k % 2) + 2 * ((k % 4) / 2);
+    const int32_t a = half[0], h = (int32_t)(uint8_t)half[0] + 256 * (int32_t)half[1];
+    return c % 2 == 0 ? a : (h - a) / 256;
+}
+
 /* Portable: any layout (hosts run the Cortex-M layouts through it). Wrapping uint32 sums: the
  * folded bias may take intermediate sums where the reference's do not go. */
 static void nn2c_gemm_rows(const nn2c_gemm_s8_t *m, const int8_t *lhs, int32_t rows, int32_t lhs_stride,
                            const int8_t *w, int8_t *out, int32_t out_stride) {
-    const int32_t G = m->rows_per_group, KB = m->k_block;
     const nn2c_simd_out_t o = NN2C_GEMM_OUT(m);
     for (int32_t r = 0; r < rows; ++r) {
         const int8_t *x = lhs + r * lhs_stride;
         for (int32_t c = 0; c < m->out_c; ++c) {
-            const int8_t *wg = w + (c / G) * G * m->depth_padded + (c % G) * KB;
             const int32_t *record = m->records ? m->records + 8 * (c / 2) : NULL; /* (G = 2) */
             uint32_t acc = (uint32_t)(record ? record[c % 2] : m->bias[c]);
             for (int32_t k = 0; k < m->depth; ++k) {
-                acc += (uint32_t)((int32_t)x[k] * (int32_t)wg[(k / KB) * G * KB + k % KB]);
+                acc += (uint32_t)((int32_t)x[k] * nn2c_gemm_weight(m, w, c, k));
             }
             out[r * out_stride + c] = (int8_t)(record ? nn2c_record_requant((int32_t)acc, record + 2 + 3 * (c % 2))
                                                       : nn2c_simd_requant(&o, (int32_t)acc, c));
@@ -457,6 +477,19 @@ static inline void nn2c_dsp_row1_step(int32_t v, const int8_t *wp, const int8_t 
     *s3 = __smlad(vo, w3o, __smlad(ve, w3e, *s3));
 }
 
+/* nn2c_dsp_row1_step of a dual filter (nn2c_gemm_s8_t.dual): s0 / s2 the sums of each pair's channel A, s1 / s3
+ * of A + 256 B (wrapping: only their difference, 256 times B's sum, is read). */
+static inline void nn2c_dsp_row1_step_dual(int32_t v, const int8_t *wp, const int8_t *wq, int32_t *s0, int32_t *s1,
+                                           int32_t *s2, int32_t *s3) {
+    NN2C_DSP_EXT(v, ve, vo);
+    const int32_t w0 = nn2c_simd_ld32(wp), w1 = nn2c_simd_ld32(wp + 4);
+    const int32_t w2 = nn2c_simd_ld32(wq), w3 = nn2c_simd_ld32(wq + 4);
+    *s0 = __smlad(vo, __sxtb16(w1), __smlad(ve, __sxtb16(w0), *s0));
+    *s1 = __smlad(vo, w1, __smlad(ve, w0, *s1));
+    *s2 = __smlad(vo, __sxtb16(w3), __smlad(ve, __sxtb16(w2), *s2));
+    *s3 = __smlad(vo, w3, __smlad(ve, w2, *s3));
+}
+
 /* One step of nn2c_gemm_rows1's loop: one input word against two filter words of each of two groups
  * (4 channels x 4 values, 16 MACs): 10 SXTB16, 8 SMLAD, 21 instructions. */
 #define NN2C_DSP_ROW1_STEP_AS(XE, XO, W0, W1, T) \
@@ -482,6 +515,25 @@ static inline void nn2c_dsp_row1_step(int32_t v, const int8_t *wp, const int8_t 
     "sxtb16 %[" W1 "], %[" W1 "], ror #8\n\t" \
     "smlad  %[s3], %[" XO "], %[" W1 "], %[s3]\n\t"
 #define NN2C_DSP_ROW1_STEP NN2C_DSP_ROW1_STEP_AS("xe", "xo", "w0", "w1", "t")
+/* NN2C_DSP_ROW1_STEP of a dual filter (nn2c_dsp_row1_step_dual): 6 SXTB16, 8 SMLAD, 17 instructions per 16 MACs. */
+#define NN2C_DSP_ROW1_DUAL_AS(XE, XO, W0, W1, T) \
+    "ldr    %[" XO "], [%[x]], #4\n\t" \
+    "ldrd   %[" W0 "], %[" W1 "], [%[wp]], #8\n\t" \
+    "sxtb16 %[" XE "], %[" XO "]\n\t" \
+    "sxtb16 %[" XO "], %[" XO "], ror #8\n\t" \
+    "smlad  %[s1], %[" XE "], %[" W0 "], %[s1]\n\t" \
+    "sxtb16 %[" T "], %[" W0 "]\n\t" \
+    "smlad  %[s0], %[" XE "], %[" T "], %[s0]\n\t" \
+    "smlad  %[s1], %[" XO "], %[" W1 "], %[s1]\n\t" \
+    "sxtb16 %[" T "], %[" W1 "]\n\t" \
+    "smlad  %[s0], %[" XO "], %[" T "], %[s0]\n\t" \
+    "ldrd   %[" W0 "], %[" W1 "], [%[wq]], #8\n\t" \
+    "smlad  %[s3], %[" XE "], %[" W0 "], %[s3]\n\t" \
+    "sxtb16 %[" T "], %[" W0 "]\n\t" \
+    "smlad  %[s2], %[" XE "], %[" T "], %[s2]\n\t" \
+    "smlad  %[s3], %[" XO "], %[" W1 "], %[s3]\n\t" \
+    "sxtb16 %[" T "], %[" W1 "]\n\t" \
+    "smlad  %[s2], %[" XO "], %[" T "], %[s2]\n\t"
 
 /* The four channel sums s[0..3] of one row a0 over two filter groups (*wp, *wq, advanced past them),
  * the whole blocks in assembly, two steps a loop iteration (22 instructions per 16 MACs; GCC 12: 29). */
@@ -576,8 +628,8 @@ NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, in
 #endif
 }
 
-#if defined(NN2C_INLINE_ASM) && !defined(NN2C_OMIT_DSP_FC_GROUPS) /* nn2c_config.h: a layer takes the path */
-/* What nn2c_gemm_rows1_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
+#if defined(NN2C_INLINE_ASM) && !(defined(NN2C_OMIT_DSP_FC_GROUPS) && defined(NN2C_OMIT_DSP_FC_DUAL))
+/* (nn2c_config.h: a layer takes the path) What nn2c_gemm_rows1_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
 typedef struct {
     const int8_t *a0;   /* 0: the row */
     const int32_t *rec; /* 4: the next group's records */
@@ -587,48 +639,69 @@ typedef struct {
 } nn2c_dsp_rows1_walk_t;
 
 /* The whole groups of 4 channels of nn2c_gemm_rows1_records for an even, non-zero count of input words and no
- * tail, in one assembly loop: the sums from the records' biases, NN2C_DSP_ROW1_STEP two a step, the records'
- * output stage and the word stored, the walk in *st. 14 registers: the sums, the row and filter pointers and
- * the step's five temporaries (the last three the records' multiplier, rounding word and shift, r10 - r12), the
- * row's end and st. GCC 12 spent some 90 instructions a group around the dot product's assembly (the walk
- * reloaded from the stack), 50 here (QEMU, ad01_int8). */
+ * tail, in one assembly loop: the sums from the records' biases (then INIT), STEP two a step (then FIX), the
+ * records' output stage and the word stored, the walk in *st. 14 registers: the sums, the row and filter
+ * pointers and the step's five temporaries (the last three the records' multiplier, rounding word and shift,
+ * r10 - r12), the row's end and st. GCC 12 spent some 90 instructions a group around the dot product's assembly
+ * (the walk reloaded from the stack), 50 here (QEMU, ad01_int8). */
+#define NN2C_DSP_ROWS1_GROUPS(STEP, INIT, FIX) \
+    do { \
+        register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12"); \
+        int32_t s0, s1, s2, s3, lo; \
+        const int32_t *r; \
+        const int8_t *x, *wq; \
+        const int8_t *wp = w; \
+        __asm__ volatile("1:\n\t" \
+                         "ldr    %[r], [%[st], #4]\n\t" \
+                         "ldrd   %[s0], %[s1], [%[r]]\n\t" \
+                         "ldrd   %[s2], %[s3], [%[r], #32]\n\t" INIT \
+                         "ldr    %[x], [%[st]]\n\t" \
+                         "ldr    %[wq], [%[st], #12]\n\t" \
+                         "add    %[wq], %[wq], %[wp]\n" \
+                         "2:\n\t" STEP STEP \
+                         "cmp    %[x], %[x_end]\n\t" \
+                         "bne    2b\n\t" FIX \
+                         "ldr    %[r], [%[st], #4]\n\t" \
+                         "add    %[r], %[r], #8\n\t" \
+                         NN2C_DSP_RECORD4("add    %[r], %[r], #8\n\t") /* (the second pair's biases) */ \
+                         "str    %[r], [%[st], #4]\n\t" \
+                         "ldr    %[x], [%[st], #8]\n\t" \
+                         "str    %[s0], [%[x]], #4\n\t" \
+                         "str    %[x], [%[st], #8]\n\t" \
+                         "mov    %[wp], %[wq]\n\t" \
+                         "ldr    %[x], [%[st], #16]\n\t" \
+                         "subs   %[x], %[x], #1\n\t" \
+                         "str    %[x], [%[st], #16]\n\t" \
+                         "bne    1b\n\t" \
+                         : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [x] "=&r"(x), \
+                           [wp] "+r"(wp), [wq] "=&r"(wq), [lo] "=&r"(lo), [r] "=&r"(r), [m] "=&r"(m), [h] "=&r"(h), \
+                           [sh] "=&r"(sh) \
+                         : [x_end] "r"(x_end), [st] "r"(st) \
+                         : "cc", "memory"); \
+    } while (0)
+
+#if !defined(NN2C_OMIT_DSP_FC_GROUPS)
 static void nn2c_gemm_rows1_groups(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
-    register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
-    int32_t s0, s1, s2, s3, lo;
-    const int32_t *r;
-    const int8_t *x, *wq;
-    const int8_t *wp = w;
 /* the step's temporaries named as the records' output stage uses them: lo r (the input word's halves), m h
  * (the filter words), sh */
-#define NN2C_DSP_ROW1_STEP_RN NN2C_DSP_ROW1_STEP_AS("lo", "r", "m", "h", "sh")
-    __asm__ volatile("1:\n\t"
-                     "ldr    %[r], [%[st], #4]\n\t"
-                     "ldrd   %[s0], %[s1], [%[r]]\n\t"
-                     "ldrd   %[s2], %[s3], [%[r], #32]\n\t"
-                     "ldr    %[x], [%[st]]\n\t"
-                     "ldr    %[wq], [%[st], #12]\n\t"
-                     "add    %[wq], %[wq], %[wp]\n"
-                     "2:\n\t" NN2C_DSP_ROW1_STEP_RN NN2C_DSP_ROW1_STEP_RN
-                     "cmp    %[x], %[x_end]\n\t"
-                     "bne    2b\n\t"
-                     "ldr    %[r], [%[st], #4]\n\t"
-                     "add    %[r], %[r], #8\n\t"
-                     NN2C_DSP_RECORD4("add    %[r], %[r], #8\n\t") /* (the second pair's biases) */
-                     "str    %[r], [%[st], #4]\n\t"
-                     "ldr    %[x], [%[st], #8]\n\t"
-                     "str    %[s0], [%[x]], #4\n\t"
-                     "str    %[x], [%[st], #8]\n\t"
-                     "mov    %[wp], %[wq]\n\t"
-                     "ldr    %[x], [%[st], #16]\n\t"
-                     "subs   %[x], %[x], #1\n\t"
-                     "str    %[x], [%[st], #16]\n\t"
-                     "bne    1b\n\t"
-                     : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [x] "=&r"(x), [wp] "+r"(wp),
-                       [wq] "=&r"(wq), [lo] "=&r"(lo), [r] "=&r"(r), [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh)
-                     : [x_end] "r"(x_end), [st] "r"(st)
-                     : "cc", "memory");
-#undef NN2C_DSP_ROW1_STEP_RN
+    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_STEP_AS("lo", "r", "m", "h", "sh"), "", "");
 }
+#endif
+
+#if !defined(NN2C_OMIT_DSP_FC_DUAL)
+/* The same over a dual filter (nn2c_gemm_s8_t.dual): s1 and s3 start at A's bias + 256 B's (the records' biases
+ * of each pair), and after the dot product B's sum is their difference to A's / 256 (exact: the codegen checks
+ * that B's bias and sum stay within 2^23 in magnitude). */
+static void nn2c_gemm_rows1_groups_dual(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
+    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_DUAL_AS("lo", "r", "m", "h", "sh"),
+                          "add    %[s1], %[s0], %[s1], lsl #8\n\t"
+                          "add    %[s3], %[s2], %[s3], lsl #8\n\t",
+                          "sub    %[s1], %[s1], %[s0]\n\t"
+                          "asr    %[s1], %[s1], #8\n\t"
+                          "sub    %[s3], %[s3], %[s2]\n\t"
+                          "asr    %[s3], %[s3], #8\n\t");
+}
+#endif
 #endif
 
 /* nn2c_gemm_rows1 of a layer whose output stage is records (a FULLY_CONNECTED of batch 1 with every shift in
@@ -639,6 +712,32 @@ static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, c
     const int32_t group_bytes = 2 * m->depth_padded, out_c = m->out_c;
     const int32_t *rec = m->records; /* pairs of channels, the last one padded */
     int32_t c = 0;
+#if !defined(NN2C_OMIT_DSP_FC_DUAL) /* nn2c_config.h: some layer's filter is dual (a multiple of 4 channels) */
+    if (m->dual) { /* (codegen: a multiple of 4 channels, of 8 inputs: whole groups, an even count of words) */
+#if defined(NN2C_INLINE_ASM)
+        nn2c_dsp_rows1_walk_t walk = {a0, rec, o0, group_bytes, out_c >> 2};
+        nn2c_gemm_rows1_groups_dual(&walk, a0 + 4 * blocks, w);
+        (void)c;
+#else
+        for (; c < out_c; c += 4, rec += 16, w += 2 * group_bytes) {
+            const int8_t *x = a0, *wp = w, *wq = w + group_bytes;
+            int32_t s0 = rec[0], s2 = rec[8];
+            int32_t s1 = (int32_t)((uint32_t)s0 + ((uint32_t)rec[1] << 8));
+            int32_t s3 = (int32_t)((uint32_t)s2 + ((uint32_t)rec[9] << 8));
+            for (int32_t b = 0; b < blocks; ++b, x += 4, wp += 8, wq += 8) {
+                nn2c_dsp_row1_step_dual(nn2c_simd_ld32(x), wp, wq, &s0, &s1, &s2, &s3);
+            }
+            if (tail) {
+                nn2c_dsp_row1_step_dual(nn2c_simd_ld_partial(x, tail), wp, wq, &s0, &s1, &s2, &s3);
+            }
+            s1 = (int32_t)((uint32_t)s1 - (uint32_t)s0) >> 8; /* B's bias and sum (2^8 times them before) */
+            s3 = (int32_t)((uint32_t)s3 - (uint32_t)s2) >> 8;
+            nn2c_dsp_row1_record_out(s0, s1, s2, s3, rec + 2, o0 + c);
+        }
+#endif
+        return;
+    }
+#endif
 #if defined(NN2C_INLINE_ASM) && !defined(NN2C_OMIT_DSP_FC_GROUPS)
     if (blocks >= 2 && (blocks & 1) == 0 && tail == 0 && out_c >= 16) { /* (codegen: takes_fc_groups) */
         nn2c_dsp_rows1_walk_t walk = {a0, rec, o0, group_bytes, out_c >> 2};
@@ -777,33 +876,69 @@ static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst)
     "smlad  %[s11], %[xe], %[w1e], %[s11]\n\t" \
     "smlad  %[s11], %[xo], %[w1], %[s11]\n\t"
 
+/* NN2C_DSP_PAIR_STEP over a dual filter (nn2c_gemm_s8_t.dual): the pair's two words (the int16 halves A + 256 B
+ * of inputs 0 2 and 1 3) and their SXTB16 (A alone); s00 / s10 sum A, s01 / s11 A + 256 B: 2 SXTB16, 13
+ * instructions per 16 MACs against 15. */
+#define NN2C_DSP_PAIR_DUAL_STEP \
+    "ldrd   %[w0], %[w1], [%[wp]], #8\n\t" \
+    "ldrd   %[xe], %[xo], [%[x]], #8\n\t" \
+    "sxtb16 %[w0e], %[w0]\n\t" \
+    "sxtb16 %[w1e], %[w1]\n\t" \
+    "smlad  %[s01], %[xe], %[w0], %[s01]\n\t" \
+    "smlad  %[s00], %[xe], %[w0e], %[s00]\n\t" \
+    "smlad  %[s01], %[xo], %[w1], %[s01]\n\t" \
+    "smlad  %[s00], %[xo], %[w1e], %[s00]\n\t" \
+    "ldrd   %[xe], %[xo], [%[x]], #8\n\t" \
+    "smlad  %[s11], %[xe], %[w0], %[s11]\n\t" \
+    "smlad  %[s10], %[xe], %[w0e], %[s10]\n\t" \
+    "smlad  %[s11], %[xo], %[w1], %[s11]\n\t" \
+    "smlad  %[s10], %[xo], %[w1e], %[s10]\n\t"
+
 #define NN2C_DSP_PAIR_OPERANDS \
     : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [x] "+r"(x), [wp] "+r"(wp), \
       [w0] "=&r"(w0), [w1] "=&r"(w1), [w0e] "=&r"(w0e), [w1e] "=&r"(w1e), [xe] "=&r"(xe), [xo] "=&r"(xo) \
     : [x_end] "r"(x_end) \
     : "cc", "memory"
 
+/* one block first when their count is odd (x_end - x = 16 bytes a block), then two a step: in one assembly
+ * block, so that the count need not stay in a register (or on the stack) around it */
+#define NN2C_DSP_PAIR_LOOP(STEP) \
+    "sub    %[xe], %[x_end], %[x]\n\t" \
+    "tst    %[xe], #16\n\t" \
+    "beq    1f\n\t" STEP \
+    "1:\n\t" \
+    "cmp    %[x], %[x_end]\n\t" \
+    "beq    3f\n" \
+    "2:\n\t" STEP STEP \
+    "cmp    %[x], %[x_end]\n\t" \
+    "bne    2b\n" \
+    "3:\n\t"
+
+/* The pair's four sums over the expanded pixel pair x .. x_end and the filter words at *w (advanced past them);
+ * `dual` a constant of the caller: the filter dual, s[1] / s[3] then summing A + 256 B (NN2C_DSP_PAIR_DUAL_STEP). */
 NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_word_t *x_end, int32_t blocks,
-                                   const nn2c_simd_word_t **w, int32_t s[4]) {
+                                   const nn2c_simd_word_t **w, int32_t s[4], int dual) {
     int32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
     int32_t w0, w1, w0e, w1e, xe, xo;
     const nn2c_simd_word_t *wp = *w;
+    (void)blocks;
 #if defined(NN2C_INLINE_ASM)
-    /* one block first when their count is odd (x_end - x = 16 bytes a block), then two a step: in one
-     * assembly block, so that the count need not stay in a register (or on the stack) around it */
-    (void)blocks;
-    __asm__ volatile("sub    %[xe], %[x_end], %[x]\n\t"
-                     "tst    %[xe], #16\n\t"
-                     "beq    1f\n\t" NN2C_DSP_PAIR_STEP
-                     "1:\n\t"
-                     "cmp    %[x], %[x_end]\n\t"
-                     "beq    3f\n"
-                     "2:\n\t" NN2C_DSP_PAIR_STEP NN2C_DSP_PAIR_STEP
-                     "cmp    %[x], %[x_end]\n\t"
-                     "bne    2b\n"
-                     "3:\n\t" NN2C_DSP_PAIR_OPERANDS);
+    if (dual) {
+        __asm__ volatile(NN2C_DSP_PAIR_LOOP(NN2C_DSP_PAIR_DUAL_STEP) NN2C_DSP_PAIR_OPERANDS);
+    } else {
+        __asm__ volatile(NN2C_DSP_PAIR_LOOP(NN2C_DSP_PAIR_STEP) NN2C_DSP_PAIR_OPERANDS);
+    }
 #else /* without optimisation (-O0) GCC keeps too few registers free for the assembly */
-    (void)blocks;
+    for (; dual && x != x_end; x += 4, wp += 2) {
+        w0 = wp[0];
+        w1 = wp[1];
+        w0e = __sxtb16(w0);
+        w1e = __sxtb16(w1);
+        s00 = __smlad(x[1], w1e, __smlad(x[0], w0e, s00));
+        s01 = __smlad(x[1], w1, __smlad(x[0], w0, s01));
+        s10 = __smlad(x[3], w1e, __smlad(x[2], w0e, s10));
+        s11 = __smlad(x[3], w1, __smlad(x[2], w0, s11));
+    }
     for (; x != x_end; x += 4, wp += 2) {
         w0 = wp[0];
         w1 = wp[1];
@@ -912,16 +1047,41 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
     if (m->records) { /* (whole pairs: an odd count's last channel is nn2c_conv_s8_run's) */
         const int32_t *rec = m->records;
+#if !defined(NN2C_OMIT_DSP_GEMM_DUAL) /* nn2c_config.h: some convolution's filter is dual */
+        if (m->dual) { /* (an even channel count) */
+            for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2) {
+                const int32_t both = (int32_t)((uint32_t)rec[0] + ((uint32_t)rec[1] << 8)); /* A's bias + 256 B's */
+                int32_t s[4] = {rec[0], both, rec[0], both};
+                rec += 2;
+                nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 1);
+                s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 8; /* B's: 2^8 times it before */
+                s[3] = (int32_t)((uint32_t)s[3] - (uint32_t)s[2]) >> 8;
+                int32_t y0, y1;
+                nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
+                const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
+                memcpy(o0, &h0, 2);
+                memcpy(o1, &h1, 2);
+            }
+            *w = wp;
+            return m->out_c;
+        }
+#endif
+#if !defined(NN2C_OMIT_DSP_GEMM_PLAIN) /* nn2c_config.h: some convolution's filter with records is not dual */
         for (int8_t *const end = o0 + (m->out_c & ~1); o0 != end; o0 += 2, o1 += 2) {
             int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
             rec += 2;
-            nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
+            nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 0);
             int32_t y0, y1;
             nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
             const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
             memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
             memcpy(o1, &h1, 2);
         }
+#endif
+        (void)rec; /* (read by neither loop where nn2c_config.h leaves both out) */
+        (void)x_end;
+        (void)o0;
+        (void)o1;
         *w = wp;
         return m->out_c;
     }
@@ -935,7 +1095,7 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
     /* (one index rather than a pointer per array: GCC spills either way, an index costs one store) */
     for (int32_t c = 0; c != end; c += 2) {
         int32_t s[4] = {bias[c], bias[c + 1], bias[c], bias[c + 1]};
-        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
+        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 0);
         int32_t y0, y1;
         nn2c_dsp_requant2x2_right(s[0], s[1], s[2], s[3], mp + c, sp_ + c, rp + 2 * c, off, &y0, &y1);
         const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
@@ -965,7 +1125,7 @@ static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pa
     }
     for (int32_t c = first; c < out_c; c += 2) {
         int32_t s[4] = {m->bias[c], m->bias[c + 1], m->bias[c], m->bias[c + 1]};
-        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s);
+        nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 0);
         /* all four requantised before any store: int8 stores may alias the per-channel arrays,
          * so GCC would reload them after each */
         int32_t y00, y10, y01, y11;
@@ -1000,9 +1160,19 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
     const int narrow = o.lo > -128 || o.hi < 127;
 #endif
     const int32_t *record = m->records; /* (when not NULL: an even channel count, int8's range) */
+    const int dual = m->dual; /* (records too) */
     for (int32_t c = 0; c < m->out_c; c += 2) {
         int32_t s0 = record ? record[0] : m->bias[c], s1 = record ? record[1] : m->bias[c + 1];
-        for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
+        if (dual) { /* s1: A + 256 B (nn2c_dsp_pair_dot) */
+            s1 = (int32_t)((uint32_t)s0 + ((uint32_t)s1 << 8));
+            for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
+                const int32_t xe = pair[k], xo = pair[k + 1], w0 = wp[0], w1 = wp[1];
+                s0 = __smlad(xo, __sxtb16(w1), __smlad(xe, __sxtb16(w0), s0));
+                s1 = __smlad(xo, w1, __smlad(xe, w0, s1));
+            }
+            s1 = (int32_t)((uint32_t)s1 - (uint32_t)s0) >> 8;
+        }
+        for (int32_t k = 0; !dual && k < 4 * blocks; k += 4, wp += 2) {
             const int32_t xe = pair[k], xo = pair[k + 1], w0 = wp[0], w1 = wp[1];
             s0 = __smlad(xo, nn2c_sxtb16_ror8(w0), __smlad(xe, __sxtb16(w0), s0));
             s1 = __smlad(xo, nn2c_sxtb16_ror8(w1), __smlad(xe, __sxtb16(w1), s1));

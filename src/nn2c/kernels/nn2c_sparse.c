@@ -28,6 +28,25 @@
     "2:\n\t" STEP4 \
     "cmp    %[pw], %[end]\n\t" \
     "bne    1b\n\t"
+/* Four entries of a list (nn2c_sparse_dot, 16 instructions): the position bytes two at a time, one word of
+ * four weights split by SXTB16 into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20).
+ * Two position registers, not four: the callers' channel loops keep their pointers in registers. */
+#define NN2C_SPARSE_DSP_STEP4 \
+    "ldrb   %[i0], [%[pi]], #1\n\t" \
+    "ldrb   %[i1], [%[pi]], #1\n\t" \
+    "ldr    %[w], [%[pw]], #4\n\t" \
+    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
+    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
+    "sxtb16 %[t], %[w], ror #8\n\t" \
+    "sxtb16 %[w], %[w]\n\t" \
+    "smlabb %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabb %[acc], %[i1], %[t], %[acc]\n\t" \
+    "ldrb   %[i0], [%[pi]], #1\n\t" \
+    "ldrb   %[i1], [%[pi]], #1\n\t" \
+    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
+    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
+    "smlabt %[acc], %[i0], %[w], %[acc]\n\t" \
+    "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
 #endif
 
 /* The walk over the stored entries and the output stage, kept in locals: int8 stores could alias the
@@ -108,26 +127,8 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
     *value = pw + n;
     return acc;
 #elif defined(NN2C_SPARSE_RECORDS)
-    /* Arm DSP, 16 instructions per four entries (eight a loop iteration, entered in its middle when the
-     * count of fours is odd): the position bytes two at a time, one word of four weights split by SXTB16
-     * into int16 halves (w0 w2, w1 w3) for SMLABB / SMLABT (GCC's loop takes 20). Two position registers,
-     * not four: the callers' channel loops keep their pointers in registers. */
-#define NN2C_SPARSE_DSP_STEP4 \
-    "ldrb   %[i0], [%[pi]], #1\n\t" \
-    "ldrb   %[i1], [%[pi]], #1\n\t" \
-    "ldr    %[w], [%[pw]], #4\n\t" \
-    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
-    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
-    "sxtb16 %[t], %[w], ror #8\n\t" \
-    "sxtb16 %[w], %[w]\n\t" \
-    "smlabb %[acc], %[i0], %[w], %[acc]\n\t" \
-    "smlabb %[acc], %[i1], %[t], %[acc]\n\t" \
-    "ldrb   %[i0], [%[pi]], #1\n\t" \
-    "ldrb   %[i1], [%[pi]], #1\n\t" \
-    "ldrsb  %[i0], [%[seg], %[i0]]\n\t" \
-    "ldrsb  %[i1], [%[seg], %[i1]]\n\t" \
-    "smlabt %[acc], %[i0], %[w], %[acc]\n\t" \
-    "smlabt %[acc], %[i1], %[t], %[acc]\n\t"
+    /* Arm DSP: NN2C_SPARSE_DSP_STEP4, eight entries a loop iteration, entered in its middle when the count
+     * of fours is odd */
     if (n > 0) {
         const uint8_t *pi = *index;
         const int8_t *pw = *value;
@@ -141,7 +142,6 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
         *index = pi;
         *value = pw;
     }
-#undef NN2C_SPARSE_DSP_STEP4
     return acc;
 #else
     const uint8_t *pi = *index;
@@ -274,16 +274,83 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
     }
 }
 
-/* (not inlined: its registers its own, not shared with the general loop it would be inlined into) */
+/* The channel loop of nn2c_sparse_row1_records / _biases in assembly: per channel its count and bias,
+ * the list of entries (NN2C_SPARSE_DSP_STEP4, eight an iteration, entered in its middle when the count
+ * of fours is odd; an empty list skips to the output stage), STAGE (the rounded output in i1), one store.
+ * 13 registers; about 19 instructions a channel outside the entries where GCC's loop of
+ * nn2c_sparse_records_loop took 25 (it spilled two pointers): a 1:8 pruned ad01 has 1,375 channels. */
+#define NN2C_SPARSE_DSP_CHANNELS(STAGE) \
+    "0:\n\t" \
+    "ldrh   %[i0], [%[cnt]], #2\n\t" \
+    "ldr    %[acc], [%[rec]], #4\n\t" \
+    "add    %[end], %[pw], %[i0]\n\t" \
+    "tst    %[i0], #4\n\t" \
+    "bne    2f\n\t" \
+    "cmp    %[pw], %[end]\n\t" \
+    "beq    3f\n" \
+    "1:\n\t" NN2C_SPARSE_DSP_STEP4 \
+    "2:\n\t" NN2C_SPARSE_DSP_STEP4 \
+    "cmp    %[pw], %[end]\n\t" \
+    "bne    1b\n" \
+    "3:\n\t" STAGE \
+    "ssat   %[i1], #8, %[i1]\n\t" \
+    "strb   %[i1], [%[out]], #1\n\t" \
+    "cmp    %[out], %[t]\n\t" \
+    "bne    0b\n\t"
+
+/* Runs NN2C_SPARSE_DSP_CHANNELS over every channel; stage: what STAGE reads, its last word the end of out. */
+#define NN2C_SPARSE_DSP_RUN(STAGE, M, X, OUT, ST) \
+    do { \
+        const uint16_t *cnt = (M)->counts; \
+        const int32_t *rec = (M)->records; \
+        const uint8_t *pi = (M)->index; \
+        const int8_t *pw = (M)->values; \
+        int8_t *o = (OUT); \
+        int32_t acc, i0, i1, w, t; \
+        const int8_t *end; \
+        __asm__ volatile(NN2C_SPARSE_DSP_CHANNELS(STAGE) \
+                         : [cnt] "+r"(cnt), [rec] "+r"(rec), [pi] "+r"(pi), [pw] "+r"(pw), [out] "+r"(o), \
+                           [acc] "=&r"(acc), [i0] "=&r"(i0), [i1] "=&r"(i1), [w] "=&r"(w), [t] "=&r"(t), \
+                           [end] "=&r"(end) \
+                         : [seg] "r"(X), [stage] "r"(ST) \
+                         : "cc", "memory"); \
+    } while (0)
+
+/* One segment, int8's whole range, a per-channel filter: records of bias, multiplier, scale word
+ * (nn2c_sparse_record_requant); stage: the output offset, the end of out. */
 __attribute__((noinline)) static void nn2c_sparse_row1_records(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                                int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, 1, 0, 1, 0);
+    if (m->out_c <= 0) return;
+    const int32_t stage[2] = {m->output_offset, (int32_t)(intptr_t)(out + m->out_c)};
+    NN2C_SPARSE_DSP_RUN("ldrd   %[w], %[t], [%[rec]], #8\n\t"
+                        "lsr    %[i1], %[t], #8\n\t"
+                        "and    %[i0], %[acc], #0x80000000\n\t"
+                        "add    %[i1], %[i1], %[acc], asr #31\n\t"
+                        "orr    %[i0], %[i0], #0x40000000\n\t"
+                        "smlal  %[i0], %[i1], %[acc], %[w]\n\t"
+                        "asr    %[i1], %[i1], %[t]\n\t"
+                        "ldrd   %[w], %[t], [%[stage]]\n\t"
+                        "add    %[i1], %[i1], %[w]\n\t",
+                        m, x, out, stage);
 }
 
-/* the same for a per-tensor quantised filter (records: the biases alone) */
+/* The same for a per-tensor filter (records: the biases alone) whose shift is at least -24: stage holds the
+ * multiplier, the rounding's high word 2^(sh - 1) with the output offset folded in (+ offset 2^sh: with sh
+ * <= 23 the 64-bit sum stays in range, as nn2c_record_requant's), sh = -shift - 1, the end of out. */
 __attribute__((noinline)) static void nn2c_sparse_row1_biases(const nn2c_sparse_s8_t *m, const int8_t *x,
                                                               int8_t *out) {
-    nn2c_sparse_records_loop(m, x, out, 1, 0, 0, 0);
+    if (m->out_c <= 0) return;
+    const int32_t sh = -m->shifts[0] - 1;
+    const int32_t stage[4] = {m->multipliers[0], (int32_t)((1u << (sh - 1)) + ((uint32_t)m->output_offset << sh)), sh,
+                              (int32_t)(intptr_t)(out + m->out_c)};
+    NN2C_SPARSE_DSP_RUN("ldrd   %[w], %[t], [%[stage]]\n\t"
+                        "and    %[i0], %[acc], #0x80000000\n\t"
+                        "add    %[i1], %[t], %[acc], asr #31\n\t"
+                        "orr    %[i0], %[i0], #0x40000000\n\t"
+                        "smlal  %[i0], %[i1], %[acc], %[w]\n\t"
+                        "ldrd   %[w], %[t], [%[stage], #8]\n\t"
+                        "asr    %[i1], %[i1], %[w]\n\t",
+                        m, x, out, stage);
 }
 
 /* depth > 256 or an activation range inside int8's */
@@ -337,12 +404,10 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
     if (m->records != NULL) {
         if (m->packed) {
             nn2c_sparse_row1_packed(m, x, out);
-        } else if (m->segments == 1 && m->act_min == -128 && m->act_max == 127) {
-            if (m->per_channel) {
-                nn2c_sparse_row1_records(m, x, out);
-            } else {
-                nn2c_sparse_row1_biases(m, x, out);
-            }
+        } else if (m->segments == 1 && m->act_min == -128 && m->act_max == 127 && m->per_channel) {
+            nn2c_sparse_row1_records(m, x, out);
+        } else if (m->segments == 1 && m->act_min == -128 && m->act_max == 127 && m->shifts[0] >= -24) {
+            nn2c_sparse_row1_biases(m, x, out);
         } else {
             nn2c_sparse_row1_records_any(m, x, out);
         }

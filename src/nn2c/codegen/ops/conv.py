@@ -184,6 +184,36 @@ def pack_gemm_filter(rows: np.ndarray, group: int, block: int) -> np.ndarray:
     return np.ascontiguousarray(packed).reshape(-1)
 
 
+# dual filters (nn2c_gemm_s8_t.dual): B's sum times 256 must stay an exact int32
+DUAL_LIMIT = 1 << 23
+
+
+def dual_fits(rows: np.ndarray, folded_bias: np.ndarray) -> bool:
+    """Whether an [out_c, depth] int8 filter can be stored dual (nn2c_gemm_s8_t.dual) with these folded biases:
+    whole pairs of channels (A, B); no input where A < 0 and B = -128 (B - 1 would not fit a byte); and for each
+    B, |bias| + 128 sum |B| < 2^23, so that 256 (bias + sum of B x input) is an exact int32 for any int8 input."""
+    out_c = rows.shape[0]
+    if out_c % 2:
+        return False
+    a, b = rows[0::2].astype(np.int64), rows[1::2].astype(np.int64)
+    if np.any((a < 0) & (b == -128)):
+        return False
+    bound = np.abs(np.asarray(folded_bias[:out_c], dtype=np.int64)[1::2]) + 128 * np.abs(b).sum(axis=1)
+    return bool(np.all(bound < DUAL_LIMIT))
+
+
+def pack_dual_filter(rows: np.ndarray) -> np.ndarray:
+    """[out_c, depth] int8 (out_c even) -> the G = 2, KB = 4 blocks of a dual filter (nn2c_simd.h): per channel
+    pair and block of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian."""
+    out_c, depth = rows.shape
+    blocks = -(-depth // 4)
+    padded = np.zeros((out_c, blocks * 4), dtype=np.int64)
+    padded[:, :depth] = rows
+    halves = padded[0::2] + 256 * padded[1::2]  # [pairs, blocks * 4], each within int16
+    halves = halves.reshape(out_c // 2, blocks, 4)[:, :, [0, 2, 1, 3]]
+    return np.ascontiguousarray(halves.astype("<i2")).view(np.int8).reshape(-1)
+
+
 ROWS_PLAIN, ROWS_NARROW, ROWS_WIDE = 0, 1, 2  # nn2c_simd.h NN2C_ROWS_*: the layouts nn2c_rows_sums reads
 
 
@@ -256,10 +286,11 @@ def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str
 
 
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
-                output_offset: int, act_min: int, act_max: int, records: bool = False) -> tuple[dict, str]:
+                output_offset: int, act_min: int, act_max: int, records: bool = False,
+                dual: bool = False) -> tuple[dict, str]:
     """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
     stage as records where the kernel reads them (an Arm DSP convolution, or FULLY_CONNECTED of batch 1:
-    nn2c_gemm_s8_t.records)."""
+    nn2c_gemm_s8_t.records); `dual`: the filter dual where it fits and takes records (fields["dual"] 1)."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
@@ -267,13 +298,21 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     bias_data = None if bias is None else np.asarray(bias.data)
     folded = folded_bias(bias_data, rows, input_offset, out_c)
     mantissas, shifts = quantize_multipliers(real)
-    packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
+    records = records and group == 2 and takes_records(shifts, act_min, act_max)
+    if records and dual and (group, block) == (2, 4) and dual_fits(rows, folded):
+        packed = ctx.const_array(pack_dual_filter(rows), "int8_t",
+                                 "filter, channel pairs as int16 halves A + 256 B, 2x4 blocks (dual)")
+    else:
+        dual = False
+        packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
     fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
         "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
         "act_max": act_max, "right": _right_shifts(shifts),
     }
-    if records and group == 2 and takes_records(shifts, act_min, act_max):
+    if dual:
+        fields["dual"] = 1
+    if records:
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
             output_records(folded, mantissas, shifts, output_offset, 2), "int32_t",
             "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
@@ -479,7 +518,7 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     rows = np.ascontiguousarray(rows)
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
-                                 records=bool(ctx.target.conv_pair_int16))
+                                 records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16))
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
         "g": geom.initializer(), "pad_value": zero_point(x),
@@ -499,6 +538,10 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
             ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
         if fields["records"] == "NULL":
             ctx.take_path("DSP_GEMM_ARRAYS")
+        if fields.get("dual"):
+            ctx.take_path("DSP_GEMM_DUAL")
+        elif fields["records"] != "NULL":
+            ctx.take_path("DSP_GEMM_PLAIN")
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)

@@ -161,8 +161,10 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             # the Arm DSP kernel reads a batch of 1 with records (nn2c_gemm_rows1_records); two rows at a time
             # read the arrays
             dsp = ctx.target.simd == "dsp"
+            groups = dsp and batches == 1 and takes_fc_groups(accum_depth, output_depth)
             fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),
-                                         act_min, act_max, records=dsp and batches == 1)
+                                         act_min, act_max, records=dsp and batches == 1,
+                                         dual=groups and output_depth % 4 == 0)
             params = ctx.params_struct("nn2c_fc_simd_params_t", {
                 "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
                 "batches": batches,
@@ -171,7 +173,9 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 ctx.take_path("DSP_FC_BATCH_PAIRS")
             if dsp and fields["records"] == "NULL":
                 ctx.take_path("DSP_FC_ARRAYS")
-            elif dsp and batches == 1 and takes_fc_groups(accum_depth, output_depth):
+            elif fields.get("dual"):
+                ctx.take_path("DSP_FC_DUAL")
+            elif groups:
                 ctx.take_path("DSP_FC_GROUPS")
             ctx.call("nn2c_fc_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out))
             return
