@@ -100,6 +100,16 @@ def test_dual_filter_layout_holds_both_channels_of_each_pair():
     assert not dual_fits(rows.astype(np.int8), np.array([0, -edge - 1, 0, 0, 0, 0]))
 
 
+def test_optimize_speed_keeps_the_dual_filters():
+    """--optimize speed on the Arm DSP widens FULLY_CONNECTED filters to int16 rows, except where the balanced
+    kernel's dual filter runs (as fast, in the int8 flash): all of ad01_int8's layers of 16 channels or more."""
+    from tests.conftest import model_path
+
+    source = compile_model(model_path("mlcommons_tiny/ad01_int8.tflite"),
+                           CompileOptions(target="cortex-m4", optimize="speed")).files["ad01_int8.c"]
+    assert source.count(".dual = 1") == 9 and source.count("nn2c_fc_s8_rows(") == 1, source
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("build", ["-O2", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
 def test_int8_fully_connected_batches_in_qemu(tmp_path, monkeypatch, target, build):

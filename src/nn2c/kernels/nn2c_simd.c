@@ -394,6 +394,9 @@ static void nn2c_gemm_rows(const nn2c_gemm_s8_t *m, const int8_t *lhs, int32_t r
         for (int32_t c = 0; c < m->out_c; ++c) {
             const int32_t *record = m->records ? m->records + 8 * (c / 2) : NULL; /* (G = 2) */
             uint32_t acc = (uint32_t)(record ? record[c % 2] : m->bias[c]);
+            if (record && m->dual && c % 2) { /* (a dual filter's second bias word: A's bias + 256 B's) */
+                acc = (uint32_t)((int32_t)(acc - (uint32_t)record[0]) >> 8);
+            }
             for (int32_t k = 0; k < m->depth; ++k) {
                 acc += (uint32_t)((int32_t)x[k] * nn2c_gemm_weight(m, w, c, k));
             }
@@ -689,13 +692,11 @@ static void nn2c_gemm_rows1_groups(nn2c_dsp_rows1_walk_t *st, const int8_t *x_en
 #endif
 
 #if !defined(NN2C_OMIT_DSP_FC_DUAL)
-/* The same over a dual filter (nn2c_gemm_s8_t.dual): s1 and s3 start at A's bias + 256 B's (the records' biases
- * of each pair), and after the dot product B's sum is their difference to A's / 256 (exact: the codegen checks
- * that B's bias and sum stay within 2^23 in magnitude). */
+/* The same over a dual filter (nn2c_gemm_s8_t.dual): s1 and s3 start at A's bias + 256 B's (the records' second
+ * bias word of a dual filter), and after the dot product B's sum is their difference to A's / 256 (exact: the
+ * codegen checks that B's bias and sum stay within 2^23 in magnitude). */
 static void nn2c_gemm_rows1_groups_dual(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
-    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_DUAL_AS("lo", "r", "m", "h", "sh"),
-                          "add    %[s1], %[s0], %[s1], lsl #8\n\t"
-                          "add    %[s3], %[s2], %[s3], lsl #8\n\t",
+    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_DUAL_AS("lo", "r", "m", "h", "sh"), "",
                           "sub    %[s1], %[s1], %[s0]\n\t"
                           "asr    %[s1], %[s1], #8\n\t"
                           "sub    %[s3], %[s3], %[s2]\n\t"
@@ -721,9 +722,7 @@ static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, c
 #else
         for (; c < out_c; c += 4, rec += 16, w += 2 * group_bytes) {
             const int8_t *x = a0, *wp = w, *wq = w + group_bytes;
-            int32_t s0 = rec[0], s2 = rec[8];
-            int32_t s1 = (int32_t)((uint32_t)s0 + ((uint32_t)rec[1] << 8));
-            int32_t s3 = (int32_t)((uint32_t)s2 + ((uint32_t)rec[9] << 8));
+            int32_t s0 = rec[0], s1 = rec[1], s2 = rec[8], s3 = rec[9]; /* (s1, s3: A's bias + 256 B's) */
             for (int32_t b = 0; b < blocks; ++b, x += 4, wp += 8, wq += 8) {
                 nn2c_dsp_row1_step_dual(nn2c_simd_ld32(x), wp, wq, &s0, &s1, &s2, &s3);
             }
@@ -923,8 +922,10 @@ NN2C_INLINE void nn2c_dsp_pair_dot(const nn2c_simd_word_t *x, const nn2c_simd_wo
     const nn2c_simd_word_t *wp = *w;
     (void)blocks;
 #if defined(NN2C_INLINE_ASM)
-    if (dual) {
-        __asm__ volatile(NN2C_DSP_PAIR_LOOP(NN2C_DSP_PAIR_DUAL_STEP) NN2C_DSP_PAIR_OPERANDS);
+    if (dual) { /* (a dual filter's blocks come in pairs: no odd one to enter for) */
+        __asm__ volatile("2:\n\t" NN2C_DSP_PAIR_DUAL_STEP NN2C_DSP_PAIR_DUAL_STEP
+                         "cmp    %[x], %[x_end]\n\t"
+                         "bne    2b\n\t" NN2C_DSP_PAIR_OPERANDS);
     } else {
         __asm__ volatile(NN2C_DSP_PAIR_LOOP(NN2C_DSP_PAIR_STEP) NN2C_DSP_PAIR_OPERANDS);
     }
@@ -1050,8 +1051,7 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
 #if !defined(NN2C_OMIT_DSP_GEMM_DUAL) /* nn2c_config.h: some convolution's filter is dual */
         if (m->dual) { /* (an even channel count) */
             for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2) {
-                const int32_t both = (int32_t)((uint32_t)rec[0] + ((uint32_t)rec[1] << 8)); /* A's bias + 256 B's */
-                int32_t s[4] = {rec[0], both, rec[0], both};
+                int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]}; /* (rec[1]: A's bias + 256 B's) */
                 rec += 2;
                 nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 1);
                 s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 8; /* B's: 2^8 times it before */
@@ -1163,8 +1163,7 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
     const int dual = m->dual; /* (records too) */
     for (int32_t c = 0; c < m->out_c; c += 2) {
         int32_t s0 = record ? record[0] : m->bias[c], s1 = record ? record[1] : m->bias[c + 1];
-        if (dual) { /* s1: A + 256 B (nn2c_dsp_pair_dot) */
-            s1 = (int32_t)((uint32_t)s0 + ((uint32_t)s1 << 8));
+        if (dual) { /* s1: A + 256 B (nn2c_dsp_pair_dot; the record's A's bias + 256 B's) */
             for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
                 const int32_t xe = pair[k], xo = pair[k + 1], w0 = wp[0], w1 = wp[1];
                 s0 = __smlad(xo, __sxtb16(w1), __smlad(xe, __sxtb16(w0), s0));

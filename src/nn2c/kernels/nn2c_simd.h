@@ -54,7 +54,8 @@ typedef struct {
      * halves of inputs 0, 2 then 1, 3 (the halves of SXTB16 of an input word). SMLAD of the input halves with
      * such a word sums A + 256 B, with its SXTB16 (the low bytes: A) A alone: B's sum is their difference / 256,
      * 3 instructions per 4 MACs instead of 4. B's stored bytes are B - [A < 0] (the borrow of A's low byte).
-     * A FULLY_CONNECTED's needs a multiple of 4 channels and of 8 inputs (the assembly's whole groups). */
+     * The records' second bias word of each pair holds A's bias + 256 B's; depth_padded is a multiple of 8 (the
+     * loops take blocks two at a time). A FULLY_CONNECTED's needs a multiple of 4 channels and of 8 inputs. */
     int32_t dual;
 } nn2c_gemm_s8_t;
 

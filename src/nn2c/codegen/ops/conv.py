@@ -204,9 +204,10 @@ def dual_fits(rows: np.ndarray, folded_bias: np.ndarray) -> bool:
 
 def pack_dual_filter(rows: np.ndarray) -> np.ndarray:
     """[out_c, depth] int8 (out_c even) -> the G = 2, KB = 4 blocks of a dual filter (nn2c_simd.h): per channel
-    pair and block of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian."""
+    pair and block of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian; the depth
+    zero-padded to a multiple of 8 (the kernels' loops take two blocks a step)."""
     out_c, depth = rows.shape
-    blocks = -(-depth // 4)
+    blocks = 2 * -(-depth // 8)
     padded = np.zeros((out_c, blocks * 4), dtype=np.int64)
     padded[:, :depth] = rows
     halves = padded[0::2] + 256 * padded[1::2]  # [pairs, blocks * 4], each within int16
@@ -299,14 +300,22 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     folded = folded_bias(bias_data, rows, input_offset, out_c)
     mantissas, shifts = quantize_multipliers(real)
     records = records and group == 2 and takes_records(shifts, act_min, act_max)
+    record_bias = folded
+    # (at --optimize size only where the depth needs no more padding than the int8 blocks')
+    dual = dual and (ctx.optimize != "size" or -(-depth // 4) % 2 == 0)
     if records and dual and (group, block) == (2, 4) and dual_fits(rows, folded):
         packed = ctx.const_array(pack_dual_filter(rows), "int8_t",
                                  "filter, channel pairs as int16 halves A + 256 B, 2x4 blocks (dual)")
+        # each pair's second bias word: A's + 256 B's, wrapping (the kernels read only its difference to A's)
+        both = np.asarray(folded[:out_c], dtype=np.int64)
+        both[1::2] = both[0::2] + 256 * both[1::2]
+        record_bias = ((both + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
     else:
         dual = False
         packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
+    pad = 2 * block if dual else block  # (a dual filter's blocks in pairs: pack_dual_filter)
     fields: dict[str, object] = {
-        "out_c": out_c, "depth": depth, "depth_padded": -(-depth // block) * block,
+        "out_c": out_c, "depth": depth, "depth_padded": -(-depth // pad) * pad,
         "rows_per_group": group, "k_block": block, "output_offset": output_offset, "act_min": act_min,
         "act_max": act_max, "right": _right_shifts(shifts),
     }
@@ -314,7 +323,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
         fields["dual"] = 1
     if records:
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
-            output_records(folded, mantissas, shifts, output_offset, 2), "int32_t",
+            output_records(record_bias, mantissas, shifts, output_offset, 2), "int32_t",
             "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
             "the output offset, shift"))
     else:
