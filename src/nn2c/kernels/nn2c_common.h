@@ -14,7 +14,7 @@
 
 #include "nn2c_config.h" /* the kernel paths this build leaves out (written for each model) */
 
-/* The SIMD kernels' hot loops are GCC inline assembly needing up to 12 general registers, which GCC
+/* The SIMD kernels' hot loops are GCC inline assembly needing up to 14 general registers, which GCC
  * finds only when optimising and without a frame pointer; each has a C version computing the same
  * results. Define NN2C_NO_INLINE_ASM to take the C versions (e.g. in a firmware build with
  * -fno-omit-frame-pointer, where the assembly fails with "asm operand has impossible constraints"). */
