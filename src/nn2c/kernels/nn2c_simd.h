@@ -49,13 +49,14 @@ typedef struct {
      * then), per group of 2 channels 8 words: the 2 biases, then per channel its multiplier, its
      * rounding's high word with the output offset folded in and r - 1 (nn2c_record_requant); else NULL */
     const int32_t *records;
-    /* Arm DSP FULLY_CONNECTED of batch 1 with records (codegen/ops/conv.py dual_fits): 1 where the filter holds
-     * each channel pair (A, B) as int16 halves A + 256 B, in the G = 2, KB = 4 blocks' bytes: per block the
-     * halves of inputs 0, 2 then 1, 3 (the halves of SXTB16 of an input word). SMLAD of the input halves with
-     * such a word sums A + 256 B, with its SXTB16 (the low bytes: A) A alone: B's sum is their difference / 256,
-     * 3 instructions per 4 MACs instead of 4. B's stored bytes are B - [A < 0] (the borrow of A's low byte).
-     * The records' second bias word of each pair holds A's bias + 256 B's; depth_padded is a multiple of 8 (the
-     * loops take blocks two at a time). A FULLY_CONNECTED's needs a multiple of 4 channels and of 8 inputs. */
+    /* Arm DSP, with records (a convolution, a FULLY_CONNECTED of batch 1; codegen/ops/conv.py dual_fits): 1 where
+     * the filter holds each channel pair (A, B) as int16 halves A + 256 B, in the G = 2, KB = 4 blocks' bytes:
+     * per block the halves of inputs 0, 2 then 1, 3 (the halves of SXTB16 of an input word). SMLAD of the input
+     * halves with such a word sums A + 256 B, with its SXTB16 (the low bytes: A) A alone: B's sum is their
+     * difference / 256, 3 instructions per 4 MACs instead of 4. B's stored bytes are B - [A < 0] (the borrow of
+     * A's low byte). The records' second bias word of each pair holds A's bias + 256 B's; depth_padded is a
+     * multiple of 8 (the loops take blocks two at a time). A FULLY_CONNECTED's needs a multiple of 4 channels and
+     * of 8 inputs. */
     int32_t dual;
 } nn2c_gemm_s8_t;
 
