@@ -44,6 +44,24 @@ def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
     assert_records_match(ours, theirs)
 
 
+@pytest.mark.parametrize("model", ["mlcommons_tiny/ad01_int8.tflite", "mlcommons_tiny/kws_ref_model.tflite"])
+def test_cortex_m4_layouts_sanitizer_clean_on_host(model, tmp_path):
+    """The Cortex-M4 lowering built for the host (its portable kernels read the Arm DSP layouts: dual filters, whose
+    records hold A's bias + 256 B's) with ASan + UBSan on all-min / all-max inputs; results equal TFLM."""
+    from nn2c.api import CompileOptions
+
+    result = compile_model(model_path(model), CompileOptions(target="cortex-m4"))
+    assert result.files[f"{result.name}.c"].count(".dual = 1") >= 5
+    out = result.write(tmp_path / "out")
+    exe = build(out, tmp_path / "asan_runner", opt="-O1",
+                extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                             "-fno-omit-frame-pointer"])
+    records = extreme_records(result.graph)
+    ours = run(exe, records, result.graph.inputs, result.graph.outputs)
+    theirs = run_tflm(model_path(model), records, len(result.graph.outputs))
+    assert_records_match(ours, theirs)
+
+
 def test_hostile_names_cannot_inject_code(tmp_path):
     hostile = 'x */ int evil; /* \n #include <stdlib.h> // "q" \\ ??/ é \u202e'
     b = ModelBuilder(description=hostile)
