@@ -2180,15 +2180,17 @@ NN2C_INLINE void nn2c_dsp_expand_window(const nn2c_conv_geom_t *g, int32_t pad, 
     }
 }
 
-/* DSP: pixel pairs expanded to int16 once (scratch: 4 * depth_padded bytes, + depth bytes of im2col
- * staging unless the filter is 1x1 without padding or its rows are whole words, expanded straight
- * from the image), so the inner loop extends only the filter. */
+/* DSP: pixel pairs expanded to int16 once (scratch: 16 bytes per block of 4 of the depth, + depth bytes of
+ * im2col staging unless the filter is 1x1 without padding or its rows are whole words, expanded straight
+ * from the image; at least 4 * depth_padded bytes), so the inner loop extends only the filter. */
 NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
                                   int8_t *output, void *scratch, const nn2c_conv_sink_t *sink) {
     const nn2c_conv_geom_t *g = &p->g;
     const nn2c_gemm_s8_t *m = &p->m;
     nn2c_simd_word_t *pair = (nn2c_simd_word_t *)scratch;
-    int8_t *stage = (int8_t *)scratch + 4 * m->depth_padded;
+    /* (after the expanded blocks of the depth: a dual filter's padding block, whose weights are zero, reads the
+     * staging row's bytes instead of 16 more of scratch) */
+    int8_t *stage = (int8_t *)scratch + 16 * ((m->depth + 3) >> 2);
     const int32_t pad = nn2c_simd_splat(p->pad_value);
     (void)pad; /* (read by neither copy where nn2c_config.h leaves both out) */
     const int direct = g->filter_h == 1 && g->filter_w == 1 && g->pad_h == 0 && g->pad_w == 0;

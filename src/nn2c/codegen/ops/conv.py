@@ -545,7 +545,11 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         # words, expanded straight from the image: nn2c_dsp_expand_window)
         direct = geom.filter_h == geom.filter_w == 1 and geom.pad_h == geom.pad_w == 0
         word_rows = not direct and (geom.filter_w * geom.in_c) % 4 == 0
-        scratch = ctx.scratch(4 * fields["depth_padded"] + (0 if direct or word_rows else depth))
+        # the pixel pair's blocks of the depth, then the im2col staging row; a dual filter's padding block (zero
+        # weights, its 16 bytes read, never written) reads into the staging row, or past the blocks where none
+        blocks_bytes = 16 * -(-depth // 4)
+        staging = 0 if direct or word_rows else depth
+        scratch = ctx.scratch(max(blocks_bytes + staging, 4 * int(fields["depth_padded"])))
         if not direct:
             ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
         if fields["records"] == "NULL":
