@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from nn2c.api import compile_model
+from nn2c.api import CompileOptions, compile_model
 from nn2c.verify.build import build, run
 from nn2c.verify.oracle import run_tflm
 from tests.c_safety import assert_no_injected_code, extreme_records
@@ -30,10 +30,10 @@ def test_compile_is_deterministic(model):
 
 
 
-@pytest.mark.parametrize("model", TFLM_MODELS)
-def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
-    """ASan + UBSan build (-Werror too) on all-min / all-max inputs; results still equal TFLM."""
-    result = compile_model(model_path(model))
+def _assert_sanitizer_clean_on_extreme_inputs(model: str, tmp_path, options: CompileOptions | None = None):
+    """The compiled model built with ASan + UBSan (-Werror too), run on all-min / all-max inputs: equal to TFLM.
+    Returns the compile result."""
+    result = compile_model(model_path(model), options)
     out = result.write(tmp_path / "out")
     exe = build(out, tmp_path / "asan_runner", opt="-O1",
                 extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -42,24 +42,21 @@ def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
     ours = run(exe, records, result.graph.inputs, result.graph.outputs)
     theirs = run_tflm(model_path(model), records, len(result.graph.outputs))
     assert_records_match(ours, theirs)
+    return result
+
+
+@pytest.mark.parametrize("model", TFLM_MODELS)
+def test_sanitizers_clean_on_extreme_inputs(model, tmp_path):
+    """ASan + UBSan build (-Werror too) on all-min / all-max inputs; results still equal TFLM."""
+    _assert_sanitizer_clean_on_extreme_inputs(model, tmp_path)
 
 
 @pytest.mark.parametrize("model", ["mlcommons_tiny/ad01_int8.tflite", "mlcommons_tiny/kws_ref_model.tflite"])
 def test_cortex_m4_layouts_sanitizer_clean_on_host(model, tmp_path):
     """The Cortex-M4 lowering built for the host (its portable kernels read the Arm DSP layouts: dual filters, whose
     records hold A's bias + 256 B's) with ASan + UBSan on all-min / all-max inputs; results equal TFLM."""
-    from nn2c.api import CompileOptions
-
-    result = compile_model(model_path(model), CompileOptions(target="cortex-m4"))
+    result = _assert_sanitizer_clean_on_extreme_inputs(model, tmp_path, CompileOptions(target="cortex-m4"))
     assert result.files[f"{result.name}.c"].count(".dual = 1") >= 5
-    out = result.write(tmp_path / "out")
-    exe = build(out, tmp_path / "asan_runner", opt="-O1",
-                extra_flags=["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                             "-fno-omit-frame-pointer"])
-    records = extreme_records(result.graph)
-    ours = run(exe, records, result.graph.inputs, result.graph.outputs)
-    theirs = run_tflm(model_path(model), records, len(result.graph.outputs))
-    assert_records_match(ours, theirs)
 
 
 def test_hostile_names_cannot_inject_code(tmp_path):

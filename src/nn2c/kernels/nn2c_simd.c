@@ -632,7 +632,8 @@ NN2C_INLINE void nn2c_dsp_row1_record_out(int32_t s0, int32_t s1, int32_t s2, in
 }
 
 #if defined(NN2C_INLINE_ASM) && !(defined(NN2C_OMIT_DSP_FC_GROUPS) && defined(NN2C_OMIT_DSP_FC_DUAL))
-/* (nn2c_config.h: a layer takes the path) What nn2c_gemm_rows1_groups walks, in memory (32-bit fields: the assembly reads them at fixed offsets) */
+/* (nn2c_config.h: a layer takes one of the paths) What nn2c_gemm_rows1_groups walks, in memory (32-bit fields:
+ * the assembly reads them at fixed offsets) */
 typedef struct {
     const int8_t *a0;   /* 0: the row */
     const int32_t *rec; /* 4: the next group's records */
@@ -642,12 +643,12 @@ typedef struct {
 } nn2c_dsp_rows1_walk_t;
 
 /* The whole groups of 4 channels of nn2c_gemm_rows1_records for an even, non-zero count of input words and no
- * tail, in one assembly loop: the sums from the records' biases (then INIT), STEP two a step (then FIX), the
+ * tail, in one assembly loop: the sums from the records' biases, STEP two a step (then FIX), the
  * records' output stage and the word stored, the walk in *st. 14 registers: the sums, the row and filter
  * pointers and the step's five temporaries (the last three the records' multiplier, rounding word and shift,
  * r10 - r12), the row's end and st. GCC 12 spent some 90 instructions a group around the dot product's assembly
  * (the walk reloaded from the stack), 50 here (QEMU, ad01_int8). */
-#define NN2C_DSP_ROWS1_GROUPS(STEP, INIT, FIX) \
+#define NN2C_DSP_ROWS1_GROUPS(STEP, FIX) \
     do { \
         register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12"); \
         int32_t s0, s1, s2, s3, lo; \
@@ -657,7 +658,7 @@ typedef struct {
         __asm__ volatile("1:\n\t" \
                          "ldr    %[r], [%[st], #4]\n\t" \
                          "ldrd   %[s0], %[s1], [%[r]]\n\t" \
-                         "ldrd   %[s2], %[s3], [%[r], #32]\n\t" INIT \
+                         "ldrd   %[s2], %[s3], [%[r], #32]\n\t" \
                          "ldr    %[x], [%[st]]\n\t" \
                          "ldr    %[wq], [%[st], #12]\n\t" \
                          "add    %[wq], %[wq], %[wp]\n" \
@@ -687,7 +688,7 @@ typedef struct {
 static void nn2c_gemm_rows1_groups(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
 /* the step's temporaries named as the records' output stage uses them: lo r (the input word's halves), m h
  * (the filter words), sh */
-    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_STEP_AS("lo", "r", "m", "h", "sh"), "", "");
+    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_STEP_AS("lo", "r", "m", "h", "sh"), "");
 }
 #endif
 
@@ -696,7 +697,7 @@ static void nn2c_gemm_rows1_groups(nn2c_dsp_rows1_walk_t *st, const int8_t *x_en
  * bias word of a dual filter), and after the dot product B's sum is their difference to A's / 256 (exact: the
  * codegen checks that B's bias and sum stay within 2^23 in magnitude). */
 static void nn2c_gemm_rows1_groups_dual(nn2c_dsp_rows1_walk_t *st, const int8_t *x_end, const int8_t *w) {
-    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_DUAL_AS("lo", "r", "m", "h", "sh"), "",
+    NN2C_DSP_ROWS1_GROUPS(NN2C_DSP_ROW1_DUAL_AS("lo", "r", "m", "h", "sh"),
                           "sub    %[s1], %[s1], %[s0]\n\t"
                           "asr    %[s1], %[s1], #8\n\t"
                           "sub    %[s3], %[s3], %[s2]\n\t"
@@ -718,16 +719,12 @@ static void nn2c_gemm_rows1_records(const nn2c_gemm_s8_t *m, const int8_t *a0, c
 #if defined(NN2C_INLINE_ASM)
         nn2c_dsp_rows1_walk_t walk = {a0, rec, o0, group_bytes, out_c >> 2};
         nn2c_gemm_rows1_groups_dual(&walk, a0 + 4 * blocks, w);
-        (void)c;
 #else
         for (; c < out_c; c += 4, rec += 16, w += 2 * group_bytes) {
             const int8_t *x = a0, *wp = w, *wq = w + group_bytes;
             int32_t s0 = rec[0], s1 = rec[1], s2 = rec[8], s3 = rec[9]; /* (s1, s3: A's bias + 256 B's) */
-            for (int32_t b = 0; b < blocks; ++b, x += 4, wp += 8, wq += 8) {
+            for (int32_t b = 0; b < blocks; ++b, x += 4, wp += 8, wq += 8) { /* (no tail: whole words) */
                 nn2c_dsp_row1_step_dual(nn2c_simd_ld32(x), wp, wq, &s0, &s1, &s2, &s3);
-            }
-            if (tail) {
-                nn2c_dsp_row1_step_dual(nn2c_simd_ld_partial(x, tail), wp, wq, &s0, &s1, &s2, &s3);
             }
             s1 = (int32_t)((uint32_t)s1 - (uint32_t)s0) >> 8; /* B's bias and sum (2^8 times them before) */
             s3 = (int32_t)((uint32_t)s3 - (uint32_t)s2) >> 8;
@@ -1041,45 +1038,45 @@ static void nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blo
     *o1 = (int8_t)nn2c_record_requant(s1, rec + 2);
 }
 
+/* The whole channel pairs of a pixel pair from records (nn2c_dsp_record2x2), each pixel's two outputs stored as
+ * one halfword; `dual` a constant of the caller (nn2c_gemm_s8_t.dual: the pair's second sum is A + 256 B, from
+ * the records' second bias word, B's taken out after the dot product). */
+NN2C_INLINE void nn2c_dsp_pair_records(const nn2c_simd_word_t *pair, const nn2c_simd_word_t *x_end, int32_t blocks,
+                                       const nn2c_simd_word_t **wp, const int32_t *rec, int8_t *o0, int8_t *o1,
+                                       int32_t channels, int dual) {
+    for (int8_t *const end = o0 + channels; o0 != end; o0 += 2, o1 += 2) { /* (channels even) */
+        int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
+        rec += 2;
+        nn2c_dsp_pair_dot(pair, x_end, blocks, wp, s, dual);
+        if (dual) { /* B's sums: 2^8 times them before */
+            s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 8;
+            s[3] = (int32_t)((uint32_t)s[3] - (uint32_t)s[2]) >> 8;
+        }
+        int32_t y0, y1;
+        nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
+        const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
+        memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
+        memcpy(o1, &h1, 2);
+    }
+}
+
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
                                       const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
     const nn2c_simd_word_t *wp = *w;
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
     if (m->records) { /* (whole pairs: an odd count's last channel is nn2c_conv_s8_run's) */
-        const int32_t *rec = m->records;
 #if !defined(NN2C_OMIT_DSP_GEMM_DUAL) /* nn2c_config.h: some convolution's filter is dual */
         if (m->dual) { /* (an even channel count) */
-            for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2) {
-                int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]}; /* (rec[1]: A's bias + 256 B's) */
-                rec += 2;
-                nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 1);
-                s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 8; /* B's: 2^8 times it before */
-                s[3] = (int32_t)((uint32_t)s[3] - (uint32_t)s[2]) >> 8;
-                int32_t y0, y1;
-                nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
-                const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
-                memcpy(o0, &h0, 2);
-                memcpy(o1, &h1, 2);
-            }
+            nn2c_dsp_pair_records(pair, x_end, blocks, &wp, m->records, o0, o1, m->out_c, 1);
             *w = wp;
             return m->out_c;
         }
 #endif
 #if !defined(NN2C_OMIT_DSP_GEMM_PLAIN) /* nn2c_config.h: some convolution's filter with records is not dual */
-        for (int8_t *const end = o0 + (m->out_c & ~1); o0 != end; o0 += 2, o1 += 2) {
-            int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
-            rec += 2;
-            nn2c_dsp_pair_dot(pair, x_end, blocks, &wp, s, 0);
-            int32_t y0, y1;
-            nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
-            const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
-            memcpy(o0, &h0, 2); /* one STRH each (unaligned halfwords are allowed) */
-            memcpy(o1, &h1, 2);
-        }
+        nn2c_dsp_pair_records(pair, x_end, blocks, &wp, m->records, o0, o1, m->out_c & ~1, 0);
 #endif
-        (void)rec; /* (read by neither loop where nn2c_config.h leaves both out) */
-        (void)x_end;
+        (void)x_end; /* (read by neither where nn2c_config.h leaves both out) */
         (void)o0;
         (void)o1;
         *w = wp;

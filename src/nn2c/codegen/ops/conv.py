@@ -202,6 +202,18 @@ def dual_fits(rows: np.ndarray, folded_bias: np.ndarray) -> bool:
     return bool(np.all(bound < DUAL_LIMIT))
 
 
+def takes_dual(ctx: EmitContext, rows: np.ndarray, folded_bias: np.ndarray, shifts: np.ndarray, act_min: int,
+               act_max: int) -> bool:
+    """Whether an Arm DSP matrix product whose kernel reads dual filters stores this [out_c, depth] filter dual:
+    its output stage from records (takes_records), dual_fits, and a block count of 4 inputs that is even or, padded
+    to pairs, at least 5 (the kernels' loops take two blocks a step, with no odd entry: a dual step is 13
+    instructions a block, the int8 layout's 15 with 5 a channel pair for its odd entry, so the padding pays from
+    5 blocks on; at --optimize size only where it adds no flash)."""
+    blocks = -(-rows.shape[1] // 4)
+    return (simd_layout(ctx) == (2, 4) and takes_records(shifts, act_min, act_max)
+            and (blocks % 2 == 0 or (blocks >= 5 and ctx.optimize != "size")) and dual_fits(rows, folded_bias))
+
+
 def pack_dual_filter(rows: np.ndarray) -> np.ndarray:
     """[out_c, depth] int8 (out_c even) -> the G = 2, KB = 4 blocks of a dual filter (nn2c_simd.h): per channel
     pair and block of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian; the depth
@@ -291,7 +303,8 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
                 dual: bool = False) -> tuple[dict, str]:
     """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
     stage as records where the kernel reads them (an Arm DSP convolution, or FULLY_CONNECTED of batch 1:
-    nn2c_gemm_s8_t.records); `dual`: the filter dual where it fits and takes records (fields["dual"] 1)."""
+    nn2c_gemm_s8_t.records); `dual`: the kernel reads dual filters, the filter then dual where takes_dual says so
+    (fields["dual"] 1)."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
@@ -301,12 +314,8 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     mantissas, shifts = quantize_multipliers(real)
     records = records and group == 2 and takes_records(shifts, act_min, act_max)
     record_bias = folded
-    # An odd count of blocks is padded to pairs (the kernels' loops take two a step, no odd entry): a dual step
-    # is 13 instructions a block, the int8 layout's 15 with 5 a channel pair for its odd entry, so the padding
-    # pays from 5 blocks on; at --optimize size only where it adds no flash.
-    blocks = -(-depth // 4)
-    dual = dual and (blocks % 2 == 0 or (blocks >= 5 and ctx.optimize != "size"))
-    if records and dual and (group, block) == (2, 4) and dual_fits(rows, folded):
+    dual = dual and records and takes_dual(ctx, rows, folded, shifts, act_min, act_max)
+    if dual:
         packed = ctx.const_array(pack_dual_filter(rows), "int8_t",
                                  "filter, channel pairs as int16 halves A + 256 B, 2x4 blocks (dual)")
         # each pair's second bias word: A's + 256 B's, wrapping (the kernels read only its difference to A's)
@@ -314,7 +323,6 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
         both[1::2] = both[0::2] + 256 * both[1::2]
         record_bias = ((both + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
     else:
-        dual = False
         packed = ctx.const_array(pack_gemm_filter(rows, group, block), "int8_t", f"filter, {group}x{block} blocks")
     pad = 2 * block if dual else block  # (a dual filter's blocks in pairs: pack_dual_filter)
     fields: dict[str, object] = {

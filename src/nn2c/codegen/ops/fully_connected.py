@@ -24,12 +24,11 @@ from nn2c.codegen.ops.common import (
 )
 from nn2c.codegen.ops.conv import (
     check_bias,
-    dual_fits,
     folded_bias,
     gemm_fields,
     pack_rows,
     simd_layout,
-    takes_records,
+    takes_dual,
 )
 from nn2c.codegen.ops.sparse import PACKED_VARIANT, sparse_candidate, sparse_fields, sparse_plan
 from nn2c.errors import InvalidModelError
@@ -51,11 +50,11 @@ def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_
     out_c, depth = w.type.shape[0], w.type.shape[-1]
     rows = np.asarray(w.data, dtype=np.int8).reshape(out_c, depth)
     mantissas, shifts = quantize_multipliers(real)
-    if wide and batches == 1 and takes_fc_groups(depth, out_c) and out_c % 4 == 0 and takes_records(
-            shifts, act_min, act_max) and dual_fits(rows, folded_bias(
-                None if bias is None else np.asarray(bias.data), rows, -zero_point(x), out_c)):
+    if wide and dual_candidate(ctx, batches, depth, out_c) and takes_dual(ctx, rows, folded_bias(
+            None if bias is None else np.asarray(bias.data), rows, -zero_point(x), out_c), shifts, act_min, act_max):
         # the balanced kernel's dual filter: as fast as the int16 rows (17 instructions per 16 MACs) with
-        # less around them, in the int8 flash (ad01_int8 at speed on the M4: 319,985 against 344,131 with the rows)
+        # less around them, in the int8 flash (ad01_int8 at speed on the M4 in QEMU: 319,985 against 344,176
+        # with the rows)
         return False
     what = "filter as row sums, " + ("int16 in SMLAD order (--optimize speed)" if wide else "int8 (--optimize size)")
     packed, layout = pack_rows(ctx, rows, what, wide)
@@ -110,6 +109,13 @@ FC_GROUPS_MIN_CHANNELS = 16
 def takes_fc_groups(depth: int, channels: int) -> bool:
     """Whether a FULLY_CONNECTED of batch 1 with records takes nn2c_config.h's DSP_FC_GROUPS path."""
     return depth >= 8 and depth % 8 == 0 and channels >= FC_GROUPS_MIN_CHANNELS
+
+
+def dual_candidate(ctx: EmitContext, batches: int, depth: int, channels: int) -> bool:
+    """Whether an Arm DSP FULLY_CONNECTED's kernel reads a dual filter (nn2c_gemm_rows1_groups_dual: batch 1, the
+    groups' loop over whole groups of 4 channels); the filter then is dual where takes_dual says so."""
+    return (ctx.target.simd == "dsp" and batches == 1 and takes_fc_groups(depth, channels)
+            and channels % 4 == 0)
 
 
 @lowering("FULLY_CONNECTED")
@@ -172,7 +178,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             groups = dsp and batches == 1 and takes_fc_groups(accum_depth, output_depth)
             fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), per_channel, zero_point(out),
                                          act_min, act_max, records=dsp and batches == 1,
-                                         dual=groups and output_depth % 4 == 0)
+                                         dual=dual_candidate(ctx, batches, accum_depth, output_depth))
             params = ctx.params_struct("nn2c_fc_simd_params_t", {
                 "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
                 "batches": batches,
