@@ -182,6 +182,15 @@ CONV_CASES = [
          weight_max=1),
     Case((1, 5, 4, 12), 9, kernel=(1, 1), per_channel=False, gain=320.0, output_zp=-6, bias=False,
          weight_max=1),  # depth below 16 (nn2c_gemm_rows2_short)
+    # narrow filter rows on few channels (Arm DSP: nn2c_conv_s8_rows, the image read in place): a row of 1, 2, 3
+    # and 4 input words; SAME padding at the bottom and right only (stride 2), and a VALID window whose last
+    # word would read past the input (both copied into scratch first)
+    Case((1, 13, 12, 1), 8, stride=(2, 2), input_zp=-1, output_zp=-128),
+    Case((1, 6, 7, 2), 4, input_zp=-7, output_zp=9),
+    Case((1, 11, 9, 3), 8, stride=(2, 2), padding="VALID", input_zp=5),
+    Case((1, 7, 8, 3), 4, kernel=(5, 5), stride=(1, 2), input_zp=3, output_zp=-2),
+    # 16 channels over 3: the pixel pair's cheaper there (Arm DSP: a dual filter of 7 blocks, padded to 8)
+    Case((1, 6, 7, 3), 16, input_zp=2, output_zp=-5),
 ]
 
 DEPTHWISE_CASES = [
@@ -213,6 +222,8 @@ DEPTHWISE_CASES = [
     Case((1, 11, 11, 14), 1, kernel=(7, 7), input_zp=2, output_zp=-1),
     Case((1, 10, 9, 37), 1, kernel=(7, 7), stride=(2, 2), activation="RELU", input_zp=-4, output_zp=-100),
     Case((1, 9, 9, 21), 1, kernel=(5, 5), input_zp=2, output_zp=-3),
+    # one input channel times 8, int8's whole range (Arm DSP: a CONV_2D on nn2c_conv_s8_rows)
+    Case((1, 10, 9, 1), 8, stride=(2, 2), input_zp=-128, output_zp=4),
     Case((1, 8, 8, 6), 1, input_zp=1, output_zp=5),
     # last groups above 8 channels of 3x3 windows (13 alone, clamped; 16 + 13, full range): inside the image by
     # column and row steps, over the border from the table
@@ -421,7 +432,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 10]), kinds
+    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 16]), kinds
+    # narrow filter rows straight from the image (nn2c_conv_s8_rows, records per group of 4): the five
+    # convolutions over 1-3 channels of whole groups of 4 and int8's range, and the depthwise one over one channel
+    # times 8; the others of few channels stay on the pixel pair (odd counts, clamped ranges, whole-word rows)
+    assert source.count("nn2c_conv_s8_rows(") == (0 if target == "cortex-m55" else 6)
+    assert ("nn2c_conv_s8_rows" in calls) == (target == "cortex-m4"), calls
     # dual filters (nn2c_gemm_s8_t.dual): the even channel counts with records but the one with weights of -128
     # and the 3x3 filter over one channel (3 blocks of 4, too few to pad to pairs); two with an odd block count
     # padded (7 and 19 blocks), one over an odd pixel count (3x3 pixels: nn2c_gemm_one16)

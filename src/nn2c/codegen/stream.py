@@ -26,7 +26,7 @@ from nn2c.memory.rows import Member, RowMap, Simulation, consumers, steps
 ROW_KERNELS: dict[str, str] = {
     **dict.fromkeys(("nn2c_conv_s8", "nn2c_conv_s16_b64", "nn2c_conv_s16_b32", "nn2c_conv_f32", "nn2c_dwconv_s8",
                      "nn2c_dwconv_s16", "nn2c_dwconv_f32", "nn2c_conv_s8_simd", "nn2c_dw_s8_simd",
-                     "nn2c_conv_s8_sparse"), "conv"),
+                     "nn2c_conv_s8_sparse", "nn2c_conv_s8_rows"), "conv"),
     **dict.fromkeys(("nn2c_avg_pool_s8", "nn2c_avg_pool_s16", "nn2c_avg_pool_f32", "nn2c_max_pool_s8",
                      "nn2c_max_pool_s16", "nn2c_max_pool_f32"), "pool"),
     **dict.fromkeys(("nn2c_add_s8", "nn2c_add_s16", "nn2c_add_f32"), "bcast"),

@@ -3395,6 +3395,133 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     }
 }
 
+/* --- CONV_2D over narrow filter rows (nn2c_conv_s8_rows) -------------------------------------------- */
+
+/* The sums of one group of 4 output channels over a window whose filter rows start `stride` bytes apart at
+ * x: per row `blocks` input words, each split by SXTB16 into the halves of bytes 0 2 and 1 3, one SMLAD per
+ * half and channel with the filter's int16 pairs (w at the group's weights, advanced past them). In
+ * assembly 15 instructions a word (the input word loaded once for the 4 channels), 3 a row. */
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+#define NN2C_DSP_ROWS_WORD \
+    "ldr    %[x], [%[b]], #4\n\t" \
+    "sxtb16 %[xe], %[x]\n\t" \
+    "sxtb16 %[x], %[x], ror #8\n\t" \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "smlad  %[s0], %[xe], %[we], %[s0]\n\t" \
+    "smlad  %[s0], %[x], %[wo], %[s0]\n\t" \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "smlad  %[s1], %[xe], %[we], %[s1]\n\t" \
+    "smlad  %[s1], %[x], %[wo], %[s1]\n\t" \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "smlad  %[s2], %[xe], %[we], %[s2]\n\t" \
+    "smlad  %[s2], %[x], %[wo], %[s2]\n\t" \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "smlad  %[s3], %[xe], %[we], %[s3]\n\t" \
+    "smlad  %[s3], %[x], %[wo], %[s3]\n\t"
+#define NN2C_DSP_ROWS_LOOP(WORDS) \
+    __asm__ volatile("1:\n\t" WORDS \
+                     "add    %[b], %[b], %[skip]\n\t" \
+                     "subs   %[k], %[k], #1\n\t" \
+                     "bne    1b\n\t" \
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp), \
+                       [k] "+r"(k), [x] "=&r"(xv), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo) \
+                     : [skip] "r"(skip) \
+                     : "cc", "memory")
+#endif
+
+NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t rows, int32_t blocks,
+                                     const int16_t **w, int32_t s[4]) {
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+    int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    const int16_t *wp = *w;
+    const int8_t *b = x;
+    const int32_t skip = stride - 4 * blocks;
+    int32_t k = rows, xv, xe, we, wo;
+    switch (blocks) {
+    case 1: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD); break;
+    case 2: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    case 3: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    default: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    }
+    *w = wp;
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+#else
+    /* any core: the same sums in C (int32 products summed in any order: the same int32, wrapping as unsigned) */
+    const int16_t *wp = *w;
+    uint32_t u[4] = {(uint32_t)s[0], (uint32_t)s[1], (uint32_t)s[2], (uint32_t)s[3]};
+    for (int32_t r = 0; r < rows; ++r, x += stride) {
+        for (int32_t j = 0; j < blocks; ++j) {
+            const int8_t *v = x + 4 * j;
+            for (int32_t c = 0; c < 4; ++c, wp += 4) {
+                u[c] += (uint32_t)(v[0] * wp[0] + v[2] * wp[1]) + (uint32_t)(v[1] * wp[2] + v[3] * wp[3]);
+            }
+        }
+    }
+    *w = wp;
+    for (int32_t c = 0; c < 4; ++c) s[c] = (int32_t)u[c];
+#endif
+}
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+#undef NN2C_DSP_ROWS_LOOP
+#undef NN2C_DSP_ROWS_WORD
+#endif
+
+/* All output channels of one window (rows `stride` bytes apart from x), 4 at a time. */
+NN2C_INLINE void nn2c_conv_rows_window(const nn2c_conv_rows_params_t *p, int32_t out_c, const int8_t *x,
+                                       int32_t stride, const int16_t *filter, int8_t *out) {
+    const int32_t *rec = p->records;
+    for (int32_t c = 0; c < out_c; c += 4) {
+        int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
+        rec += 4;
+        nn2c_conv_rows_sums(x, stride, p->g.filter_h, p->row_blocks, &filter, s);
+#if defined(NN2C_SIMD_DSP)
+        nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &out);
+#else
+        for (int32_t k = 0; k < 4; ++k, rec += 3) *out++ = (int8_t)nn2c_record_requant(s[k], rec);
+#endif
+    }
+}
+
+void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, const int16_t *filter,
+                       int8_t *output, void *scratch) {
+    const nn2c_conv_geom_t geom = p->g; /* (int8 stores may alias the parameter struct) */
+    const nn2c_conv_geom_t *g = &geom;
+    const int32_t C = g->in_c, row_bytes = g->in_w * C, span = 4 * p->row_blocks;
+    const int32_t image = g->in_h * row_bytes;
+    int8_t *const window = (int8_t *)scratch;
+    for (int32_t b = 0; b < g->batches; ++b) {
+        const int8_t *in_b = input + b * image;
+        for (int32_t oy = 0; oy < g->out_h; ++oy) {
+            const int32_t iy0 = oy * g->stride_h - g->pad_h;
+            const int rows_inside = iy0 >= 0 && iy0 + g->filter_h <= g->in_h;
+            int8_t *out = output + (b * g->out_h + oy) * g->out_w * g->out_c;
+            for (int32_t ox = 0; ox < g->out_w; ++ox, out += g->out_c) {
+                const int32_t ix0 = ox * g->stride_w - g->pad_w;
+                const int32_t start = iy0 * row_bytes + ix0 * C; /* (may lie outside the image: an integer) */
+                /* inside the image, and the last row's last word inside the input */
+                if (rows_inside && ix0 >= 0 && ix0 + g->filter_w <= g->in_w &&
+                    start + (g->filter_h - 1) * row_bytes + span <= image) {
+                    nn2c_conv_rows_window(p, g->out_c, in_b + start, row_bytes, filter, out);
+                    continue;
+                }
+                /* over the border (or the input's end): the window's rows copied, padding taps pad_value */
+                for (int32_t fy = 0; fy < g->filter_h; ++fy) {
+                    const int32_t iy = iy0 + fy;
+                    for (int32_t k = 0; k < span; ++k) {
+                        const int32_t ix = ix0 + k / C;
+                        const int inside = iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w && k < g->filter_w * C;
+                        window[fy * span + k] = inside ? in_b[iy * row_bytes + ix * C + k % C] : (int8_t)p->pad_value;
+                    }
+                }
+                nn2c_conv_rows_window(p, g->out_c, window, span, filter, out);
+            }
+        }
+    }
+}
+
 /* --- ADD ----------------------------------------------------------------------------------------- */
 
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (shift <= 0), as nn2c_simd_requant. */

@@ -100,6 +100,22 @@ typedef struct {
 
 #define NN2C_DW_SIMD_MAX_TAPS 64
 
+/* CONV_2D on the Arm DSP over narrow filter rows (filter_w * in_c <= 4 * NN2C_CONV_ROWS_MAX_BLOCKS bytes: the
+ * first layer over 1-3 input channels), read straight from the image: no im2col row and no int16 pixel pair.
+ * A window's filter row is `row_blocks` input words from the row's first byte (the bytes past filter_w * in_c
+ * have zero weights); a window over the border, or whose last word would read past the input, is first copied
+ * into scratch (filter_h * 4 * row_blocks bytes) with pad_value at the padding. Filter, per group of 4 output
+ * channels (out_c a multiple of 4), per filter row, per word, per channel: its int16 weights w0 w2 w1 w3 (the
+ * halves of SXTB16 and SXTB16 ROR 8 of the input word, each pair one SMLAD). Dilation 1, one group; records
+ * as nn2c_dw_simd_params_t.records. */
+#define NN2C_CONV_ROWS_MAX_BLOCKS 4
+typedef struct {
+    nn2c_conv_geom_t g;
+    int32_t pad_value;
+    int32_t row_blocks;     /* ceil(filter_w * in_c / 4), at most NN2C_CONV_ROWS_MAX_BLOCKS */
+    const int32_t *records; /* per group of 4 output channels: 4 folded biases, 4 x (m, h, r - 1) */
+} nn2c_conv_rows_params_t;
+
 /* ADD of two int8 tensors of the same shape (TFLite's AddElementwise, left shift 20): each input
  * (x + offset) << 20 is rescaled by a multiplier < 1, the sum by the output multiplier. */
 typedef struct {
@@ -193,6 +209,8 @@ void nn2c_copy_down(int8_t *dst, const int8_t *src, int32_t n);
 void nn2c_conv_s8_simd_fc(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
                           void *scratch, const int8_t *fc_filter, int32_t fc_depth, int32_t fc_outputs,
                           int32_t start, int32_t *acc, int8_t *pixels, int32_t batch);
+void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, const int16_t *filter,
+                       int8_t *output, void *scratch);
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch);
 void nn2c_add_s8_simd(const nn2c_add_simd_params_t *p, const int8_t *input1, const int8_t *input2, int8_t *output);

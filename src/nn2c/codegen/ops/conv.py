@@ -537,6 +537,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, -1)
     rows = np.ascontiguousarray(rows)
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
+    if _conv_rows(ctx, geom, x, rows, bias, out, real, act_min, act_max):
+        return
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
                                  records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16))
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
@@ -569,6 +571,63 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+
+
+# the widest filter row nn2c_conv_s8_rows reads, in input words (nn2c_simd.h NN2C_CONV_ROWS_MAX_BLOCKS)
+CONV_ROWS_MAX_BLOCKS = 4
+
+
+def conv_rows_blocks(ctx: EmitContext, geom: Geometry, shifts: np.ndarray, act_min: int, act_max: int) -> int:
+    """Input words per filter row where an int8 CONV_2D runs on nn2c_conv_s8_rows (Arm DSP), else 0: a filter
+    row of 1 to CONV_ROWS_MAX_BLOCKS words that are not whole (those the pixel-pair kernel expands straight
+    from the image), more than one tap, dilation 1, whole groups of 4 output channels and records. The
+    first layers over 1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
+    row_bytes = geom.filter_w * geom.in_c
+    blocks = -(-row_bytes // 4)
+    if (not ctx.target.conv_pair_int16 or blocks > CONV_ROWS_MAX_BLOCKS or row_bytes % 4 == 0
+            or geom.filter_h * geom.filter_w == 1 or (geom.dilation_h, geom.dilation_w) != (1, 1)
+            or geom.out_c % 4 or not takes_records(shifts, act_min, act_max)):
+        return 0
+    # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word and
+    # 3 a filter row, 57 for the output stage and the loop; im2col and the int16 pixel pair about 320, then
+    # 4.4 per channel and word of depth. The pixel pair wins from some 16 channels on (pretrainedResnet_quant's
+    # first layer: 823 against 843); person_detect's 8 over one channel: 414 against 261.
+    rows_cost = 40 + geom.out_c // 4 * (geom.filter_h * (15 * blocks + 3) + 57)
+    im2col_cost = 320 + 4.4 * geom.out_c * -(-geom.filter_h * row_bytes // 4)
+    return blocks if rows_cost < im2col_cost else 0
+
+
+def pack_conv_rows(rows: np.ndarray, filter_h: int, blocks: int) -> np.ndarray:
+    """[out_c][filter_h * row bytes] int8 -> nn2c_conv_s8_rows' int16 filter: per group of 4 output channels,
+    per filter row, per input word, per channel its weights w0 w2 w1 w3 (zero past the row's bytes)."""
+    out_c = rows.shape[0]
+    by_row = rows.reshape(out_c, filter_h, -1)
+    padded = np.zeros((out_c, filter_h, 4 * blocks), dtype=np.int16)
+    padded[:, :, :by_row.shape[2]] = by_row
+    words = padded.reshape(out_c // 4, 4, filter_h, blocks, 4)[..., [0, 2, 1, 3]]
+    return np.ascontiguousarray(words.transpose(0, 2, 3, 1, 4)).reshape(-1)
+
+
+def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bias: Value | None, out: Value,
+               real: list[float], act_min: int, act_max: int) -> bool:
+    """An int8 CONV_2D on nn2c_conv_s8_rows where conv_rows_blocks allows it; False otherwise."""
+    mantissas, shifts = quantize_multipliers(real)
+    blocks = conv_rows_blocks(ctx, geom, shifts, act_min, act_max)
+    if not blocks:
+        return False
+    bias_data = None if bias is None else np.asarray(bias.data)
+    folded = folded_bias(bias_data, rows, -zero_point(x), geom.out_c)
+    records = ctx.const_array(output_records(folded, mantissas, shifts, zero_point(out), 4), "int32_t",
+                              "output stage per group of 4 channels: 4 biases, then per channel multiplier, "
+                              "rounding high word with the output offset, shift")
+    packed = ctx.const_array(pack_conv_rows(rows, geom.filter_h, blocks), "int16_t",
+                             "filter per group of 4 channels, filter row, input word: w0 w2 w1 w3 as int16")
+    params = ctx.params_struct("nn2c_conv_rows_params_t", {
+        "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "records": records,
+    })
+    scratch = ctx.scratch(geom.filter_h * 4 * blocks)
+    ctx.call("nn2c_conv_s8_rows", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
+    return True
 
 
 def _right_shifts(shifts: np.ndarray) -> int:
