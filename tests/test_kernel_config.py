@@ -56,19 +56,19 @@ def test_real_models_keep_the_paths_their_layers_take():
     # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
     # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop); every
     # convolution's filter is dual
-    assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == {
-        "DSP_DW_ARRAYS", "DSP_GEMM_ARRAYS", "DSP_GEMM_PLAIN", "DSP_IM2COL", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS",
-        "DSP_FC_GROUPS", "DSP_FC_DUAL", "MVE_DW_ANY"}
+    assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL"}
     # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop), all
     # dual filters
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
         "DSP_FC_DUAL"}
     # person_detect: a depthwise layer with a shift of -1, outside the records' range (its convolution of
     # 255 channels, odd, reads records padded to whole pairs, not dual; the others are dual) and a 3x3 first
-    # convolution over 1 channel (im2col)
-    assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_ARRAYS", "DSP_FC_BATCH_PAIRS", "DSP_FC_ARRAYS", "DSP_FC_GROUPS", "DSP_FC_DUAL",
-        "MVE_DW_ANY"}
+    # convolution over 1 channel (narrow rows of one word, read from the image)
+    assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
+        "DSP_CONV_ROWS_1", "DSP_DW_ARRAYS", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN"}
+    # vww_96_int8: its first convolution is 3x3 over 3 channels (rows of 3 words)
+    assert "DSP_CONV_ROWS_3" not in _omitted(_config("mlcommons_tiny/vww_96_int8.tflite", "cortex-m4"))
     # on the M55: kws's depthwise layers are 3x3 over 64 channels (the assembly's base case); tinyengine/vww's
     # have 5x5 and 7x7 filters and pruned channel counts (14, 47, ...)
     assert "MVE_DW_ANY" in _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"))
@@ -102,7 +102,8 @@ def test_a_models_config_shrinks_the_kernel_object(tmp_path):
                     reason="SKIPPED LOUDLY: arm-none-eabi-gcc not installed; CI installs gcc-arm-none-eabi")
 def test_a_model_linked_with_kernels_missing_its_paths_fails_to_link_naming_them(tmp_path):
     """Two models in one program share one build of the kernels: person_detect's code with kws_ref_model's
-    kernels (built without the depthwise array output stage and im2col, which person_detect's layers take)
+    kernels (built without the depthwise array output stage and the narrow rows of one word, which
+    person_detect's layers take)
     must not link, and the error names the missing paths; with its own kernels it links."""
     from nn2c.errors import BuildError
     from nn2c.targets.cortexm_build import build_image
@@ -117,4 +118,5 @@ def test_a_model_linked_with_kernels_missing_its_paths_fails_to_link_naming_them
     build_image(own, "person_detect", [record], "cortex-m4", tmp_path / "build_own")
     with pytest.raises(BuildError) as failure:
         build_image(mixed, "person_detect", [record], "cortex-m4", tmp_path / "build_mixed")
-    assert path_symbol("DSP_DW_ARRAYS") in str(failure.value) and path_symbol("DSP_IM2COL") in str(failure.value)
+    assert path_symbol("DSP_DW_ARRAYS") in str(failure.value)
+    assert path_symbol("DSP_CONV_ROWS_1") in str(failure.value)

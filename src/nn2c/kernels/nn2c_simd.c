@@ -44,6 +44,18 @@ const uint8_t nn2c_kernel_path_dsp_gemm_dual = 1;
 #if !defined(NN2C_OMIT_DSP_GEMM_PLAIN)
 const uint8_t nn2c_kernel_path_dsp_gemm_plain = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_1 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_2 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_3 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_4 = 1;
+#endif
 #if !defined(NN2C_OMIT_MVE_DW_ANY)
 const uint8_t nn2c_kernel_path_mve_dw_any = 1;
 #endif
@@ -3437,11 +3449,21 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
     const int8_t *b = x;
     const int32_t skip = stride - 4 * blocks;
     int32_t k = rows, xv, xe, we, wo;
-    switch (blocks) {
+    (void)xv, (void)xe, (void)we, (void)wo, (void)skip, (void)k, (void)b; /* (a build without any row width) */
+    switch (blocks) { /* the row widths this model's layers take (nn2c_config.h) */
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
     case 1: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
     case 2: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
     case 3: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
-    default: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
+    case 4: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+#endif
+    default: break;
     }
     *w = wp;
     s[0] = s0;
@@ -3469,14 +3491,14 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
 #undef NN2C_DSP_ROWS_WORD
 #endif
 
-/* All output channels of one window (rows `stride` bytes apart from x), 4 at a time. */
-NN2C_INLINE void nn2c_conv_rows_window(const nn2c_conv_rows_params_t *p, int32_t out_c, const int8_t *x,
-                                       int32_t stride, const int16_t *filter, int8_t *out) {
-    const int32_t *rec = p->records;
-    for (int32_t c = 0; c < out_c; c += 4) {
+/* All output channels of one window (`rows` filter rows `stride` bytes apart from x), 4 at a time, the
+ * channels' records from rec until out reaches end. */
+NN2C_INLINE void nn2c_conv_rows_window(const int32_t *rec, const int8_t *x, int32_t stride, int32_t rows,
+                                       int32_t blocks, const int16_t *filter, int8_t *out, const int8_t *end) {
+    while (out != end) {
         int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
         rec += 4;
-        nn2c_conv_rows_sums(x, stride, p->g.filter_h, p->row_blocks, &filter, s);
+        nn2c_conv_rows_sums(x, stride, rows, blocks, &filter, s);
 #if defined(NN2C_SIMD_DSP)
         nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &out);
 #else
@@ -3489,8 +3511,10 @@ void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, co
                        int8_t *output, void *scratch) {
     const nn2c_conv_geom_t geom = p->g; /* (int8 stores may alias the parameter struct) */
     const nn2c_conv_geom_t *g = &geom;
-    const int32_t C = g->in_c, row_bytes = g->in_w * C, span = 4 * p->row_blocks;
+    const int32_t C = g->in_c, row_bytes = g->in_w * C, blocks = p->row_blocks, span = 4 * blocks;
     const int32_t image = g->in_h * row_bytes;
+    const int32_t *const records = p->records;
+    const int32_t pad_value = p->pad_value;
     int8_t *const window = (int8_t *)scratch;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * image;
@@ -3501,22 +3525,24 @@ void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, co
             for (int32_t ox = 0; ox < g->out_w; ++ox, out += g->out_c) {
                 const int32_t ix0 = ox * g->stride_w - g->pad_w;
                 const int32_t start = iy0 * row_bytes + ix0 * C; /* (may lie outside the image: an integer) */
-                /* inside the image, and the last row's last word inside the input */
+                const int8_t *x = window;
+                int32_t stride = span;
                 if (rows_inside && ix0 >= 0 && ix0 + g->filter_w <= g->in_w &&
-                    start + (g->filter_h - 1) * row_bytes + span <= image) {
-                    nn2c_conv_rows_window(p, g->out_c, in_b + start, row_bytes, filter, out);
-                    continue;
-                }
-                /* over the border (or the input's end): the window's rows copied, padding taps pad_value */
-                for (int32_t fy = 0; fy < g->filter_h; ++fy) {
-                    const int32_t iy = iy0 + fy;
-                    for (int32_t k = 0; k < span; ++k) {
-                        const int32_t ix = ix0 + k / C;
-                        const int inside = iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w && k < g->filter_w * C;
-                        window[fy * span + k] = inside ? in_b[iy * row_bytes + ix * C + k % C] : (int8_t)p->pad_value;
+                    start + (g->filter_h - 1) * row_bytes + span <= image) { /* (the last row's last word too) */
+                    x = in_b + start;
+                    stride = row_bytes;
+                } else { /* the window's rows copied, padding taps pad_value (one call below: its code once) */
+                    for (int32_t fy = 0; fy < g->filter_h; ++fy) {
+                        const int32_t iy = iy0 + fy;
+                        for (int32_t k = 0; k < span; ++k) {
+                            const int32_t ix = ix0 + k / C;
+                            const int inside =
+                                iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w && k < g->filter_w * C;
+                            window[fy * span + k] = inside ? in_b[iy * row_bytes + ix * C + k % C] : (int8_t)pad_value;
+                        }
                     }
                 }
-                nn2c_conv_rows_window(p, g->out_c, window, span, filter, out);
+                nn2c_conv_rows_window(records, x, stride, g->filter_h, blocks, filter, out, out + g->out_c);
             }
         }
     }

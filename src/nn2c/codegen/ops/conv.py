@@ -626,6 +626,7 @@ def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bia
         "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "records": records,
     })
     scratch = ctx.scratch(geom.filter_h * 4 * blocks)
+    ctx.take_path(f"DSP_CONV_ROWS_{blocks}")
     ctx.call("nn2c_conv_s8_rows", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
     return True
 
