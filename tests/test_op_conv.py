@@ -224,6 +224,9 @@ DEPTHWISE_CASES = [
     Case((1, 9, 9, 21), 1, kernel=(5, 5), input_zp=2, output_zp=-3),
     # one input channel times 8, int8's whole range (Arm DSP: a CONV_2D on nn2c_conv_s8_rows)
     Case((1, 10, 9, 1), 8, stride=(2, 2), input_zp=-128, output_zp=4),
+    # shifts of -1 beside -2 and below (Arm DSP: wide records, their rounding's low word per channel), a last
+    # partial group (14 channels), outputs above the lowest so that negative sums show
+    Case((1, 7, 6, 14), 1, gain=70.0, input_zp=2, output_zp=5),
     Case((1, 8, 8, 6), 1, input_zp=1, output_zp=5),
     # last groups above 8 channels of 3x3 windows (13 alone, clamped; 16 + 13, full range): inside the image by
     # column and row steps, over the border from the table
@@ -432,11 +435,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 16]), kinds
+    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 17]), kinds
     # narrow filter rows straight from the image (nn2c_conv_s8_rows, records per group of 4): the five
     # convolutions over 1-3 channels of whole groups of 4 and int8's range, and the depthwise one over one channel
     # times 8; the others of few channels stay on the pixel pair (odd counts, clamped ranges, whole-word rows)
     assert source.count("nn2c_conv_s8_rows(") == (0 if target == "cortex-m55" else 6)
+    assert source.count(".record_words = 4") == (0 if target == "cortex-m55" else 1)
     assert ("nn2c_conv_s8_rows" in calls) == (target == "cortex-m4"), calls
     # dual filters (nn2c_gemm_s8_t.dual): the even channel counts with records but the one with weights of -128
     # and the 3x3 filter over one channel (3 blocks of 4, too few to pad to pairs); two with an odd block count
@@ -536,3 +540,23 @@ def test_fused_requant_rounding_matches_two_step():
         rounding = requant_rounding(np.array([shift]))
         fused = (int(rounding[1 if x < 0 else 0]) + x * multiplier) >> 32 >> (-shift - 1)
         assert fused == _mbqm_reference(x, multiplier, shift), (x, multiplier, shift)
+
+
+def test_wide_records_match_two_step():
+    """A wide record (nn2c_record_requant_wide, the Arm DSP depthwise layers with a shift of -1) equals TFLite's
+    two roundings: the assembly's steps in Python integers, for r = 1 (low word 3 2^30) and r >= 2 (2^30)."""
+    from nn2c.codegen.ops.conv import output_records
+
+    rng = np.random.default_rng(1)
+    for i in range(20000):
+        multiplier = [2**30, 2**31 - 1, 0][i % 3] if i < 30 else int(rng.integers(2**30, 2**31))
+        shift = -1 if i % 2 else -int(rng.integers(2, 25))
+        offset = int(rng.integers(-128, 128))
+        x = [int(rng.integers(-2**31, 2**31)), int(rng.integers(-70000, 70000)), int(rng.integers(-4, 5))][i % 3]
+        record = output_records(np.zeros(4, np.int32), np.full(4, multiplier), np.full(4, shift), offset, 4,
+                                wide=True)[4:8]
+        m, high, r1, low = (int(v) for v in record)
+        low_u = (low % 2**32) ^ (x % 2**32 & 2**31)  # and / eor
+        less = ((x % 2**32) & ~(low % 2**32)) >> 31  # bic, then asr #31
+        y = ((high - less) * 2**32 + low_u + x * m) >> 32 >> r1
+        assert y == _mbqm_reference(x, multiplier, shift) + offset, (x, multiplier, shift, offset)

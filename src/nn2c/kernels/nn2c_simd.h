@@ -96,6 +96,10 @@ typedef struct {
      * the 4 biases, then per channel its multiplier, its rounding's high word with the output offset
      * folded in, 2^(r - 2) + offset 2^(r - 1), and r - 1 (r = -shift; nn2c_record_requant); else NULL */
     const int32_t *records;
+    /* words a channel's record takes: 3 as above, or 4 where some shift is -1 (r = 1, which the high word cannot
+     * hold): then each channel's fourth word is its rounding's low word, 2^30, or 3 2^30 for r = 1 (whose high
+     * word is the output offset, its shift word 0) */
+    int32_t record_words;
 } nn2c_dw_simd_params_t;
 
 #define NN2C_DW_SIMD_MAX_TAPS 64

@@ -664,11 +664,15 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
-    if lanes == 4 and takes_records(shifts, act_min, act_max):
+    wide = lanes == 4 and not takes_records(shifts, act_min, act_max) and takes_wide_records(shifts, act_min, act_max)
+    if lanes == 4 and (wide or takes_records(shifts, act_min, act_max)):
         idents = {k: "NULL" for k in per_channel}
-        records = ctx.const_array(output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4), "int32_t",
-                                  "depthwise output stage per group of 4 channels: 4 biases, then per channel "
-                                  "multiplier, rounding high word with the output offset, shift")
+        records = ctx.const_array(
+            output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4, wide), "int32_t",
+            "depthwise output stage per group of 4 channels: 4 biases, then per channel multiplier, rounding high "
+            "word with the output offset, shift" + (", rounding low word" if wide else ""))
+        if wide:
+            ctx.take_path("DSP_DW_RECORDS_WIDE")
     else:
         idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
                   for k, v in per_channel.items()}
@@ -679,7 +683,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
         "right": _right_shifts(shifts),
-        "records": records,
+        "records": records, "record_words": (4 if wide else 3) if records != "NULL" else 0,
     })
     if lanes == 16 and _right_shifts(shifts) and not (
             (geom.filter_h, geom.filter_w) == (3, 3) and geom.out_c % 16 == 0):
@@ -707,20 +711,36 @@ def takes_records(shifts: np.ndarray, act_min: int, act_max: int) -> bool:
         np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= OUTPUT_RECORD_SHIFTS[1])))
 
 
+def takes_wide_records(shifts: np.ndarray, act_min: int, act_max: int) -> bool:
+    """Whether an Arm DSP depthwise layer outside takes_records for a shift of -1 reads wide records instead
+    (nn2c_dw_simd_params_t.record_words 4): int8's whole range and every shift in [-24, -1]. For r = 1 TFLite's
+    doubling high multiply, floor((x m + 2^30) / 2^31) for either sign of x (its nudge 1 - 2^30 and truncation
+    toward zero below), then the halving's rounding give floor((x m + 2^30 + [x >= 0] 2^31) / 2^32): a low word
+    of 3 2^30 where the assembly keeps 2^30 for x < 0 (nn2c_record_requant_wide)."""
+    return (act_min, act_max) == (-128, 127) and bool(
+        np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= -1)))
+
+
 def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
-                   group: int) -> np.ndarray:
+                   group: int, wide: bool = False) -> np.ndarray:
     """Per group of `group` channels (4: depthwise, 2: matrix product) 4 x group int32 words: the folded biases,
     then per channel its multiplier, the high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant
     (nn2c_mbqm_rounded's 2^30 + 2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in
     OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant). A last, partial group is padded with channels of bias 0,
-    multiplier 0 and r = 2, whose outputs the kernels compute but do not store."""
+    multiplier 0 and r = 2, whose outputs the kernels compute but do not store. `wide`: a fourth word per channel,
+    its rounding's low word 2^30, for r = 1 3 2^30 with the high word the output offset and r - 1 = 0
+    (nn2c_record_requant_wide; takes_wide_records)."""
     channels = multipliers.size
     pad = (0, -channels % group)
     mult = np.pad(multipliers.astype(np.int64), pad)
     r = np.pad(-shifts.astype(np.int64), pad, constant_values=-OUTPUT_RECORD_SHIFTS[1])
     biases = np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
-    stage = np.stack([mult, np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
-                      r - 1], axis=1).reshape(-1, 3 * group)
+    high = np.where(r >= 2, np.left_shift(np.int64(1), np.maximum(r, 2) - 2)
+                    + int(output_offset) * np.left_shift(np.int64(1), np.maximum(r, 2) - 1), int(output_offset))
+    words = [mult, high, r - 1]
+    if wide:
+        words.append(np.where(r == 1, 3 << 30, 1 << 30) - np.where(r == 1, 1 << 32, 0))  # (as int32)
+    stage = np.stack(words, axis=1).reshape(-1, len(words) * group)
     groups = np.concatenate([biases.reshape(-1, group), stage], axis=1)
     return groups.reshape(-1).astype(np.int32)
 
