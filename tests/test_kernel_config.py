@@ -62,11 +62,11 @@ def test_real_models_keep_the_paths_their_layers_take():
     # dual filters
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
         "DSP_FC_DUAL"}
-    # person_detect: a depthwise layer with a shift of -1 (wide records; its convolution of 255 channels, odd,
-    # reads records padded to whole pairs, not dual; the others are dual) and a 3x3 first convolution over 1
-    # channel (narrow rows of one word, read from the image)
+    # person_detect: every depthwise layer from doubled records, a shift of -1 included (its convolution of 255
+    # channels, odd, reads records padded to whole pairs, not dual; the others are dual) and a 3x3 first
+    # convolution over 1 channel (narrow rows of one word, read from the image)
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_CONV_ROWS_1", "DSP_DW_RECORDS_WIDE", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN"}
+        "DSP_CONV_ROWS_1", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN"}
     # vww_96_int8: its first convolution is 3x3 over 3 channels (rows of 3 words)
     assert "DSP_CONV_ROWS_3" not in _omitted(_config("mlcommons_tiny/vww_96_int8.tflite", "cortex-m4"))
     # on the M55: kws's depthwise layers are 3x3 over 64 channels (the assembly's base case); tinyengine/vww's
@@ -102,8 +102,7 @@ def test_a_models_config_shrinks_the_kernel_object(tmp_path):
                     reason="SKIPPED LOUDLY: arm-none-eabi-gcc not installed; CI installs gcc-arm-none-eabi")
 def test_a_model_linked_with_kernels_missing_its_paths_fails_to_link_naming_them(tmp_path):
     """Two models in one program share one build of the kernels: person_detect's code with kws_ref_model's
-    kernels (built without the depthwise wide records and the narrow rows of one word, which person_detect's
-    layers take)
+    kernels (built without the narrow rows of one word, which person_detect's first layer takes)
     must not link, and the error names the missing paths; with its own kernels it links."""
     from nn2c.errors import BuildError
     from nn2c.targets.cortexm_build import build_image
@@ -118,5 +117,4 @@ def test_a_model_linked_with_kernels_missing_its_paths_fails_to_link_naming_them
     build_image(own, "person_detect", [record], "cortex-m4", tmp_path / "build_own")
     with pytest.raises(BuildError) as failure:
         build_image(mixed, "person_detect", [record], "cortex-m4", tmp_path / "build_mixed")
-    assert path_symbol("DSP_DW_RECORDS_WIDE") in str(failure.value)
     assert path_symbol("DSP_CONV_ROWS_1") in str(failure.value)

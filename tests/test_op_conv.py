@@ -224,8 +224,8 @@ DEPTHWISE_CASES = [
     Case((1, 9, 9, 21), 1, kernel=(5, 5), input_zp=2, output_zp=-3),
     # one input channel times 8, int8's whole range (Arm DSP: a CONV_2D on nn2c_conv_s8_rows)
     Case((1, 10, 9, 1), 8, stride=(2, 2), input_zp=-128, output_zp=4),
-    # shifts of -1 beside -2 and below (Arm DSP: wide records, their rounding's low word per channel), a last
-    # partial group (14 channels), outputs above the lowest so that negative sums show
+    # shifts of -1 beside -2 and below (Arm DSP: doubled records take r = 1 too), a last partial group (14
+    # channels), outputs above the lowest so that negative sums show
     Case((1, 7, 6, 14), 1, gain=70.0, input_zp=2, output_zp=5),
     Case((1, 8, 8, 6), 1, input_zp=1, output_zp=5),
     # last groups above 8 channels of 3x3 windows (13 alone, clamped; 16 + 13, full range): inside the image by
@@ -243,8 +243,9 @@ def test_conv_int8(tmp_path: Path, case: Case):
     assert_matches_tflm(_quantized_model([(case, False)], "int8", _seed(case)), tmp_path, records=3)
 
 
-@pytest.mark.parametrize(("case", "depthwise"), [(c, True) for c in DEPTHWISE_CASES if c.gain > 1 and c.per_channel]
-                         + [(c, False) for c in CONV_CASES if c.gain > 1 and c.per_channel], ids=lambda c: f"{c}")
+# (gains of 100 and more: the cases for left shifts; the one of 70 is there for shifts of -1)
+@pytest.mark.parametrize(("case", "depthwise"), [(c, True) for c in DEPTHWISE_CASES if c.gain >= 100 and c.per_channel]
+                         + [(c, False) for c in CONV_CASES if c.gain >= 100 and c.per_channel], ids=lambda c: f"{c}")
 def test_the_mixed_shift_cases_have_shifts_of_both_signs(case: Case, depthwise: bool):
     """The gain cases exist to run the kernels' requantisation with left shifts (the DSP depthwise
     assembly needs every shift negative, the MVE assembly and matrix product none positive): their
@@ -440,7 +441,11 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     # convolutions over 1-3 channels of whole groups of 4 and int8's range, and the depthwise one over one channel
     # times 8; the others of few channels stay on the pixel pair (odd counts, clamped ranges, whole-word rows)
     assert source.count("nn2c_conv_s8_rows(") == (0 if target == "cortex-m55" else 6)
-    assert source.count(".record_words = 4") == (0 if target == "cortex-m55" else 1)
+    # the doubled records' shifts (r in each channel's third word): 1 among them (the 14-channel case)
+    doubled = re.findall(r"4 doubled biases[^\n]*\n[^{]*\{([^}]*)\}", weights)
+    shifts = {int(v) for body in doubled for group in np.array(body.replace(",", " ").split(), dtype=np.int64)
+              .reshape(-1, 16) for v in group[[6, 9, 12, 15]]}
+    assert (1 in shifts) == (target == "cortex-m4") and (target == "cortex-m55") == (not doubled), shifts
     assert ("nn2c_conv_s8_rows" in calls) == (target == "cortex-m4"), calls
     # dual filters (nn2c_gemm_s8_t.dual): the even channel counts with records but the one with weights of -128
     # and the 3x3 filter over one channel (3 blocks of 4, too few to pad to pairs); two with an odd block count
@@ -542,21 +547,20 @@ def test_fused_requant_rounding_matches_two_step():
         assert fused == _mbqm_reference(x, multiplier, shift), (x, multiplier, shift)
 
 
-def test_wide_records_match_two_step():
-    """A wide record (nn2c_record_requant_wide, the Arm DSP depthwise layers with a shift of -1) equals TFLite's
-    two roundings: the assembly's steps in Python integers, for r = 1 (low word 3 2^30) and r >= 2 (2^30)."""
-    from nn2c.codegen.ops.conv import output_records
+def test_doubled_records_match_two_step():
+    """A doubled record (nn2c_record_requant_doubled: the Arm DSP depthwise kernel and nn2c_conv_s8_rows) equals
+    TFLite's two roundings: the assembly's steps (ADD of the sign, SMMLAR of the doubled sum, ASR) in Python
+    integers, for every shift it takes and multipliers at their extremes and zero."""
+    from nn2c.codegen.ops.conv import doubled_records
 
     rng = np.random.default_rng(1)
     for i in range(20000):
         multiplier = [2**30, 2**31 - 1, 0][i % 3] if i < 30 else int(rng.integers(2**30, 2**31))
-        shift = -1 if i % 2 else -int(rng.integers(2, 25))
+        shift = -1 if i % 4 == 0 else -int(rng.integers(1, 25))
         offset = int(rng.integers(-128, 128))
-        x = [int(rng.integers(-2**31, 2**31)), int(rng.integers(-70000, 70000)), int(rng.integers(-4, 5))][i % 3]
-        record = output_records(np.zeros(4, np.int32), np.full(4, multiplier), np.full(4, shift), offset, 4,
-                                wide=True)[4:8]
-        m, high, r1, low = (int(v) for v in record)
-        low_u = (low % 2**32) ^ (x % 2**32 & 2**31)  # and / eor
-        less = ((x % 2**32) & ~(low % 2**32)) >> 31  # bic, then asr #31
-        y = ((high - less) * 2**32 + low_u + x * m) >> 32 >> r1
+        x = [int(rng.integers(-2**29, 2**29)), int(rng.integers(-70000, 70000)), int(rng.integers(-4, 5))][i % 3]
+        record = doubled_records(np.array([x]), np.array([multiplier]), np.array([shift]), offset)
+        doubled, (m, c, r) = int(record[0]), (int(v) for v in record[4:7])
+        high = c + (-1 if doubled < 0 else 0)  # add, asr #31
+        y = (high * 2**32 + doubled * m + 2**31) >> 32 >> r  # smmlar, asr
         assert y == _mbqm_reference(x, multiplier, shift) + offset, (x, multiplier, shift, offset)

@@ -56,9 +56,6 @@ const uint8_t nn2c_kernel_path_dsp_conv_rows_3 = 1;
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_4 = 1;
 #endif
-#if !defined(NN2C_OMIT_DSP_DW_RECORDS_WIDE)
-const uint8_t nn2c_kernel_path_dsp_dw_records_wide = 1;
-#endif
 #if !defined(NN2C_OMIT_MVE_DW_ANY)
 const uint8_t nn2c_kernel_path_mve_dw_any = 1;
 #endif
@@ -224,16 +221,17 @@ NN2C_INLINE int32_t nn2c_record_requant(int32_t acc, const int32_t *r) {
     return y < -128 ? -128 : (y > 127 ? 127 : y);
 }
 
-/* nn2c_record_requant from a wide record (nn2c_dw_simd_params_t.record_words 4), whose fourth word L is 2^30, or
- * 3 2^30 for r = 1: TFLite's two roundings are then one, (x m + 3 2^30 + offset 2^32) >> 32 for x >= 0 and
- * (x m + 2^30 + offset 2^32) >> 32 below (its high word the offset, its shift word 0). As the assembly: the low
- * word L XOR the sum's sign bit, the high word one less where the sum is negative and L's top bit clear (r >= 2:
- * nn2c_record_requant's constant exactly). */
-NN2C_INLINE int32_t nn2c_record_requant_wide(int32_t acc, const int32_t *r) {
-    const uint32_t low = (uint32_t)r[3] ^ ((uint32_t)acc & 0x80000000u);
-    const int32_t less = (int32_t)((uint32_t)acc & ~(uint32_t)r[3]) < 0;
-    const int64_t rounding = ((int64_t)r[1] - less) * 4294967296LL + (int64_t)low;
-    const int32_t y = (int32_t)(((int64_t)acc * r[0] + rounding) >> 32) >> r[2];
+/* One output from a doubled record (nn2c_dw_simd_params_t.records, nn2c_conv_rows_params_t.records: the sums
+ * twice x, their filters and biases doubled; per channel m, c = 2^(r - 1) + offset 2^r, r = -shift in [1, 24]).
+ * TFLite's doubling high multiply of x by m is floor((x m + 2^30) / 2^31) for either sign of x (its nudge
+ * 1 - 2^30 below zero and the truncation toward zero cancel), which is SMMLAR's rounding of 2x m; its rounding
+ * divide by 2^r adds 2^(r - 1), less 1 below zero (the multiply keeps x's sign, or is 0, which rounds to 0
+ * either way). So y = (c - [x < 0] + (2x m + 2^31) / 2^32) >> r: 4 instructions from the record, the high word's
+ * sum inside int32 (codegen/ops/conv.py doubled_records_fit). */
+NN2C_INLINE int32_t nn2c_record_requant_doubled(int32_t acc2, const int32_t *r) {
+    const int64_t high = (int64_t)r[1] - (acc2 < 0);
+    const int32_t x = (int32_t)((high * 4294967296LL + (int64_t)acc2 * r[0] + 2147483648LL) >> 32);
+    const int32_t y = x >> r[2];
     return y < -128 ? -128 : (y > 127 ? 127 : y);
 }
 
@@ -2480,48 +2478,33 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
  * pointers, which GCC kept on the stack around the taps' 12 registers, a group of 4 channels spent
  * about 80 instructions outside its taps on kws_ref_model's layers (QEMU). */
 NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t **rec,
-                                        int8_t **y, const int wide) {
+                                        int8_t **y) {
     const int32_t *r = *rec;
     int8_t *q = *y;
 #if defined(NN2C_INLINE_ASM)
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
-    int32_t lo;
-    if (wide) { /* (a constant: each caller's code has one of the two) */
-        int32_t low;
-/* a wide record's channel (nn2c_record_requant_wide): its low word loaded, the sum's sign bit XORed in, the
- * high word one less where BIC leaves the sign bit (a negative sum, a low word without its top bit) */
-#define NN2C_DSP_WIDE_RQ(S) \
+/* a doubled sum S from its channel's record (nn2c_record_requant_doubled): 5 instructions */
+#define NN2C_DSP_DOUBLED_RQ(S) \
     "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" \
-    "ldr    %[low], [%[r]], #4\n\t" \
-    "and    %[lo], %[" S "], #0x80000000\n\t" \
-    "eor    %[lo], %[lo], %[low]\n\t" \
-    "bic    %[low], %[" S "], %[low]\n\t" \
-    "add    %[h], %[h], %[low], asr #31\n\t" \
-    "smlal  %[lo], %[h], %[" S "], %[m]\n\t" \
+    "add    %[h], %[h], %[" S "], asr #31\n\t" \
+    "smmlar %[h], %[" S "], %[m], %[h]\n\t" \
     "asr    %[h], %[h], %[sh]\n\t" \
     "ssat   %[" S "], #8, %[h]\n\t"
-        __asm__ volatile(NN2C_DSP_WIDE_RQ("s0") NN2C_DSP_WIDE_RQ("s1") NN2C_DSP_WIDE_RQ("s2") NN2C_DSP_WIDE_RQ("s3")
-                         "bfi    %[s0], %[s1], #8, #8\n\t"
-                         "bfi    %[s0], %[s2], #16, #8\n\t"
-                         "bfi    %[s0], %[s3], #24, #8\n\t"
-                         "str    %[s0], [%[q]], #4\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [q] "+r"(q),
-                           [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo), [low] "=&r"(low)
-                         :
-                         : "memory");
-#undef NN2C_DSP_WIDE_RQ
-    } else {
-        __asm__ volatile(NN2C_DSP_RECORD4("")
-                         "str    %[s0], [%[q]], #4\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [q] "+r"(q),
-                           [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo)
-                         :
-                         : "memory");
-    }
+    __asm__ volatile(NN2C_DSP_DOUBLED_RQ("s0") NN2C_DSP_DOUBLED_RQ("s1") NN2C_DSP_DOUBLED_RQ("s2")
+                     NN2C_DSP_DOUBLED_RQ("s3")
+                     "bfi    %[s0], %[s1], #8, #8\n\t"
+                     "bfi    %[s0], %[s2], #16, #8\n\t"
+                     "bfi    %[s0], %[s3], #24, #8\n\t"
+                     "str    %[s0], [%[q]], #4\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [q] "+r"(q),
+                       [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh)
+                     :
+                     : "memory");
+#undef NN2C_DSP_DOUBLED_RQ
 #else
     const int32_t s[4] = {s0, s1, s2, s3};
-    for (int32_t k = 0; k < 4; ++k, r += 3 + wide) {
-        *q++ = (int8_t)(wide ? nn2c_record_requant_wide(s[k], r) : nn2c_record_requant(s[k], r));
+    for (int32_t k = 0; k < 4; ++k, r += 3) {
+        *q++ = (int8_t)nn2c_record_requant_doubled(s[k], r);
     }
 #endif
     *rec = r;
@@ -2543,19 +2526,18 @@ NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const int16_t *w16, uintptr_t base, 
 /* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
  * 4). */
 static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, uintptr_t base, const intptr_t *taps,
-                                        int32_t n_taps, int8_t *out, int32_t n, int32_t words) {
+                                        int32_t n_taps, int8_t *out, int32_t n) {
     for (int32_t j = 0; j < n; ++j) {
-        const int32_t acc = nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, j, j, rec[j]);
-        const int32_t *r = rec + 4 + words * j;
-        out[j] = (int8_t)(words == 4 ? nn2c_record_requant_wide(acc, r) : nn2c_record_requant(acc, r));
+        out[j] = (int8_t)nn2c_record_requant_doubled(nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, j, j, rec[j]),
+                                                     rec + 4 + 3 * j);
     }
 }
 
-/* The channels of one pixel whose output stage is records (every shift right, int8's range: the codegen's
- * test; padded to whole groups of 4); wide: 4 words a channel (nn2c_dw_simd_params_t.record_words). */
+/* The channels of one pixel whose output stage is doubled records (the codegen's test; padded to whole groups
+ * of 4). */
 NN2C_INLINE void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base, const intptr_t *taps,
                                        int32_t n_taps, const nn2c_simd_word_t *wp, int8_t *out,
-                                       const nn2c_dw_window_t *window, const int wide) {
+                                       const nn2c_dw_window_t *window) {
     const int32_t *rec = p->records;
     int8_t *const end = out + (C & ~3);
     if (window->col) { /* a 3x3 window inside the image */
@@ -2564,18 +2546,18 @@ NN2C_INLINE void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C
             int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
             rec += 4;
             nn2c_dsp_dw_taps3x3(base, col, row, &wp, s);
-            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y, wide);
+            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
         }
     } else {
         for (int8_t *y = out; y != end; base += 4) {
             int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
             rec += 4;
             nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
-            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y, wide);
+            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
         }
     }
     if (C & 3) { /* the last 1-3 channels (a pruned layer's), byte by byte */
-        nn2c_dsp_dw_partial_records(rec, (const int16_t *)(const void *)wp, base, taps, n_taps, end, C & 3, 3 + wide);
+        nn2c_dsp_dw_partial_records(rec, (const int16_t *)(const void *)wp, base, taps, n_taps, end, C & 3);
     }
 }
 
@@ -2584,13 +2566,7 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
                                int8_t *out, const nn2c_dw_window_t *window) {
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
     if (p->records) {
-#if !defined(NN2C_OMIT_DSP_DW_RECORDS_WIDE) /* nn2c_config.h: some layer has a shift of -1 */
-        if (p->record_words == 4) {
-            nn2c_dw_pixel_records(p, C, base, taps, n_taps, wp, out, window, 1);
-            return;
-        }
-#endif
-        nn2c_dw_pixel_records(p, C, base, taps, n_taps, wp, out, window, 0);
+        nn2c_dw_pixel_records(p, C, base, taps, n_taps, wp, out, window);
         return;
     }
 #if !defined(NN2C_OMIT_DSP_DW_ARRAYS) /* nn2c_config.h: some layer reads the output stage from arrays */
@@ -3311,8 +3287,7 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         const int32_t j = c % L, group = c / L;
         /* per-channel arrays: channel order for L = 4, even channels first per 8 for L = 16 */
         const int32_t at = L == 16 ? c - (c & 7) + (c & 1) * 4 + ((c & 7) >> 1) : c;
-        const int32_t words = p->record_words; /* L = 4: 3 or 4 a channel */
-        const int32_t *record = p->records ? p->records + (4 + 4 * words) * (c / 4) : NULL;
+        const int32_t *record = p->records ? p->records + 16 * (c / 4) : NULL; /* L = 4 */
         uint32_t acc = (uint32_t)(record ? record[c % 4] : p->bias[at]);
         for (int32_t t = 0; t < n_taps; ++t) {
             int32_t w;
@@ -3324,9 +3299,8 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             }
             acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c] * w);
         }
-        const int32_t *r = record ? record + 4 + words * (c % 4) : NULL;
-        out[c] = (int8_t)(!r ? nn2c_simd_requant(o, (int32_t)acc, at)
-                             : words == 4 ? nn2c_record_requant_wide((int32_t)acc, r) : nn2c_record_requant((int32_t)acc, r));
+        out[c] = (int8_t)(record ? nn2c_record_requant_doubled((int32_t)acc, record + 4 + 3 * (c % 4))
+                                 : nn2c_simd_requant(o, (int32_t)acc, at));
     }
 }
 #endif
@@ -3559,9 +3533,9 @@ NN2C_INLINE void nn2c_conv_rows_window(const int32_t *rec, const int8_t *x, int3
         rec += 4;
         nn2c_conv_rows_sums(x, stride, rows, blocks, &filter, s);
 #if defined(NN2C_SIMD_DSP)
-        nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &out, 0);
+        nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &out);
 #else
-        for (int32_t k = 0; k < 4; ++k, rec += 3) *out++ = (int8_t)nn2c_record_requant(s[k], rec);
+        for (int32_t k = 0; k < 4; ++k, rec += 3) *out++ = (int8_t)nn2c_record_requant_doubled(s[k], rec);
 #endif
     }
 }

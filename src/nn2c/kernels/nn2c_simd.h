@@ -91,15 +91,12 @@ typedef struct {
     int32_t act_min, act_max;
     int32_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
     int32_t right; /* as nn2c_gemm_s8_t.right: 2 every shift negative, 1 none positive, 0 some left shift */
-    /* DSP, channels a multiple of 4, int8's whole activation range, every shift in [-24, -2]: the output
-     * stage as records instead of the four arrays above (NULL then), per group of 4 channels 16 words:
-     * the 4 biases, then per channel its multiplier, its rounding's high word with the output offset
-     * folded in, 2^(r - 2) + offset 2^(r - 1), and r - 1 (r = -shift; nn2c_record_requant); else NULL */
+    /* DSP, int8's whole activation range, every shift in [-24, -1]: the output stage as doubled records
+     * instead of the four arrays above (NULL then), the filter's weights doubled too, so that each sum is twice
+     * TFLite's; per group of 4 channels 16 words: the 4 doubled biases, then per channel its multiplier m,
+     * 2^(r - 1) + offset 2^r and r (r = -shift; nn2c_record_requant_doubled); a last, partial group padded.
+     * Else NULL. */
     const int32_t *records;
-    /* words a channel's record takes: 3 as above, or 4 where some shift is -1 (r = 1, which the high word cannot
-     * hold): then each channel's fourth word is its rounding's low word, 2^30, or 3 2^30 for r = 1 (whose high
-     * word is the output offset, its shift word 0) */
-    int32_t record_words;
 } nn2c_dw_simd_params_t;
 
 #define NN2C_DW_SIMD_MAX_TAPS 64
@@ -110,14 +107,13 @@ typedef struct {
  * have zero weights); a window over the border, or whose last word would read past the input, is first copied
  * into scratch (filter_h * 4 * row_blocks bytes) with pad_value at the padding. Filter, per group of 4 output
  * channels (out_c a multiple of 4), per filter row, per word, per channel: its int16 weights w0 w2 w1 w3 (the
- * halves of SXTB16 and SXTB16 ROR 8 of the input word, each pair one SMLAD). Dilation 1, one group; records
- * as nn2c_dw_simd_params_t.records. */
+ * halves of SXTB16 and SXTB16 ROR 8 of the input word, each pair one SMLAD). Dilation 1, one group. */
 #define NN2C_CONV_ROWS_MAX_BLOCKS 4
 typedef struct {
     nn2c_conv_geom_t g;
     int32_t pad_value;
     int32_t row_blocks;     /* ceil(filter_w * in_c / 4), at most NN2C_CONV_ROWS_MAX_BLOCKS */
-    const int32_t *records; /* per group of 4 output channels: 4 folded biases, 4 x (m, h, r - 1) */
+    const int32_t *records; /* doubled, as nn2c_dw_simd_params_t.records (the filter's weights doubled too) */
 } nn2c_conv_rows_params_t;
 
 /* ADD of two int8 tensors of the same shape (TFLite's AddElementwise, left shift 20): each input

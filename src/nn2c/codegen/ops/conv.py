@@ -577,16 +577,17 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
 CONV_ROWS_MAX_BLOCKS = 4
 
 
-def conv_rows_blocks(ctx: EmitContext, geom: Geometry, shifts: np.ndarray, act_min: int, act_max: int) -> int:
+def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
     """Input words per filter row where an int8 CONV_2D runs on nn2c_conv_s8_rows (Arm DSP), else 0: a filter
     row of 1 to CONV_ROWS_MAX_BLOCKS words that are not whole (those the pixel-pair kernel expands straight
-    from the image), more than one tap, dilation 1, whole groups of 4 output channels and records. The
+    from the image), more than one tap, dilation 1, whole groups of 4 output channels and doubled records
+    (doubled_records_fit). The
     first layers over 1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
     row_bytes = geom.filter_w * geom.in_c
     blocks = -(-row_bytes // 4)
     if (not ctx.target.conv_pair_int16 or blocks > CONV_ROWS_MAX_BLOCKS or row_bytes % 4 == 0
             or geom.filter_h * geom.filter_w == 1 or (geom.dilation_h, geom.dilation_w) != (1, 1)
-            or geom.out_c % 4 or not takes_records(shifts, act_min, act_max)):
+            or geom.out_c % 4 or not doubled):
         return 0
     # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word and
     # 3 a filter row, 57 for the output stage and the loop; im2col and the int16 pixel pair about 320, then
@@ -612,16 +613,17 @@ def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bia
                real: list[float], act_min: int, act_max: int) -> bool:
     """An int8 CONV_2D on nn2c_conv_s8_rows where conv_rows_blocks allows it; False otherwise."""
     mantissas, shifts = quantize_multipliers(real)
-    blocks = conv_rows_blocks(ctx, geom, shifts, act_min, act_max)
+    bias_data = None if bias is None else np.asarray(bias.data)
+    blocks = conv_rows_blocks(ctx, geom, doubled_records_fit(rows, bias_data, -zero_point(x), shifts, zero_point(out),
+                                                             act_min, act_max))
     if not blocks:
         return False
-    bias_data = None if bias is None else np.asarray(bias.data)
     folded = folded_bias(bias_data, rows, -zero_point(x), geom.out_c)
-    records = ctx.const_array(output_records(folded, mantissas, shifts, zero_point(out), 4), "int32_t",
-                              "output stage per group of 4 channels: 4 biases, then per channel multiplier, "
-                              "rounding high word with the output offset, shift")
-    packed = ctx.const_array(pack_conv_rows(rows, geom.filter_h, blocks), "int16_t",
-                             "filter per group of 4 channels, filter row, input word: w0 w2 w1 w3 as int16")
+    records = ctx.const_array(doubled_records(folded, mantissas, shifts, zero_point(out)), "int32_t",
+                              "output stage per group of 4 channels: 4 doubled biases, then per channel multiplier, "
+                              "rounding with the output offset, shift")
+    packed = ctx.const_array(2 * pack_conv_rows(rows, geom.filter_h, blocks), "int16_t",
+                             "filter per group of 4 channels, filter row, input word: w0 w2 w1 w3 as int16, doubled")
     params = ctx.params_struct("nn2c_conv_rows_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "records": records,
     })
@@ -664,15 +666,13 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
-    wide = lanes == 4 and not takes_records(shifts, act_min, act_max) and takes_wide_records(shifts, act_min, act_max)
-    if lanes == 4 and (wide or takes_records(shifts, act_min, act_max)):
+    doubled = lanes == 4 and doubled_records_fit(np.ascontiguousarray(data.T), bias_data, -zero_point(x), shifts,
+                                                 zero_point(out), act_min, act_max)
+    if doubled:
         idents = {k: "NULL" for k in per_channel}
-        records = ctx.const_array(
-            output_records(per_channel["bias"], mantissas, shifts, zero_point(out), 4, wide), "int32_t",
-            "depthwise output stage per group of 4 channels: 4 biases, then per channel multiplier, rounding high "
-            "word with the output offset, shift" + (", rounding low word" if wide else ""))
-        if wide:
-            ctx.take_path("DSP_DW_RECORDS_WIDE")
+        records = ctx.const_array(doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out)), "int32_t",
+                                  "depthwise output stage per group of 4 channels: 4 doubled biases, then per "
+                                  "channel multiplier, rounding with the output offset, shift")
     else:
         idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
                   for k, v in per_channel.items()}
@@ -683,15 +683,17 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
         "right": _right_shifts(shifts),
-        "records": records, "record_words": (4 if wide else 3) if records != "NULL" else 0,
+        "records": records,
     })
     if lanes == 16 and _right_shifts(shifts) and not (
             (geom.filter_h, geom.filter_w) == (3, 3) and geom.out_c % 16 == 0):
         ctx.take_path("MVE_DW_ANY")
     scratch = ctx.scratch(geom.in_c)
-    if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word)
-        packed = ctx.const_array(pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16).reshape(-1), "int16_t",
-                                 "depthwise filter, groups of 4 channels as int16 (c0 c2 c1 c3)")
+    if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word); doubled records:
+        # the weights doubled (the sums twice TFLite's)
+        packed = ctx.const_array(
+            (pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16) * (2 if doubled else 1)).reshape(-1),
+            "int16_t", "depthwise filter, groups of 4 channels as int16 (c0 c2 c1 c3)" + (", doubled" if doubled else ""))
     else:  # MVE: groups of 16 channels, the last one zero-padded (its loads and stores predicated)
         packed = ctx.const_array(pack_dw_filter(data, 16).reshape(-1), "int8_t", "depthwise filter, groups of 16 channels")
     filter_arg = f"(const int8_t *){packed}" if lanes == 4 else packed
@@ -704,43 +706,66 @@ OUTPUT_RECORD_SHIFTS = (-24, -2)
 
 
 def takes_records(shifts: np.ndarray, act_min: int, act_max: int) -> bool:
-    """Whether an Arm DSP layer's output stage is read from records (nn2c_gemm_s8_t.records with group 2,
-    nn2c_dw_simd_params_t.records with group 4): int8's whole activation range and every shift within
-    OUTPUT_RECORD_SHIFTS. A last, partial group of channels (a pruned layer's) has its records padded."""
+    """Whether an Arm DSP matrix product's output stage is read from records (nn2c_gemm_s8_t.records, group 2):
+    int8's whole activation range and every shift within OUTPUT_RECORD_SHIFTS. A last, partial group of channels
+    (a pruned layer's) has its records padded. (The depthwise kernel's are doubled_records.)"""
     return (act_min, act_max) == (-128, 127) and bool(
         np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= OUTPUT_RECORD_SHIFTS[1])))
 
 
-def takes_wide_records(shifts: np.ndarray, act_min: int, act_max: int) -> bool:
-    """Whether an Arm DSP depthwise layer outside takes_records for a shift of -1 reads wide records instead
-    (nn2c_dw_simd_params_t.record_words 4): int8's whole range and every shift in [-24, -1]. For r = 1 TFLite's
-    doubling high multiply, floor((x m + 2^30) / 2^31) for either sign of x (its nudge 1 - 2^30 and truncation
-    toward zero below), then the halving's rounding give floor((x m + 2^30 + [x >= 0] 2^31) / 2^32): a low word
-    of 3 2^30 where the assembly keeps 2^30 for x < 0 (nn2c_record_requant_wide)."""
-    return (act_min, act_max) == (-128, 127) and bool(
-        np.all((shifts >= OUTPUT_RECORD_SHIFTS[0]) & (shifts <= -1)))
+# Shifts of a layer whose output stage fits doubled records (nn2c_record_requant_doubled): r = -shift >= 1 (a
+# rounding divide), r <= 24 keeps 2^(r - 1) + offset 2^r inside int32.
+DOUBLED_RECORD_SHIFTS = (-24, -1)
+
+
+def doubled_records_fit(rows: np.ndarray, bias: np.ndarray | None, input_offset: int, shifts: np.ndarray,
+                        output_offset: int, act_min: int, act_max: int) -> bool:
+    """Whether an Arm DSP layer's output stage can be doubled records (the depthwise kernel, nn2c_conv_s8_rows):
+    int8's whole activation range, every shift within DOUBLED_RECORD_SHIFTS, and per channel (rows: its
+    filter, [channels][taps]) the doubled sum 2x and the high word c - 1 + x of SMMLAR inside int32, for any
+    int8 input: |x| <= |bias + input_offset sum(w)| + 128 sum|w|."""
+    if (act_min, act_max) != (-128, 127) or not bool(
+            np.all((shifts >= DOUBLED_RECORD_SHIFTS[0]) & (shifts <= DOUBLED_RECORD_SHIFTS[1]))):
+        return False
+    w = rows.astype(np.int64)
+    base = w.sum(axis=1) * int(input_offset)
+    if bias is not None:
+        base = base + np.asarray(bias, dtype=np.int64).reshape(-1)[:w.shape[0]]
+    largest = np.abs(base) + 128 * np.abs(w).sum(axis=1)
+    r = -shifts.astype(np.int64)
+    c = np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
+    return bool(np.all(2 * largest < 2**31) and np.all(largest + 2 + np.abs(c) < 2**31))
+
+
+def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
+    """Per group of 4 channels 16 int32 words: the biases (folded, int32) doubled, then per channel its multiplier,
+    2^(r - 1) + output_offset 2^r and r, r = -shift (nn2c_record_requant_doubled; doubled_records_fit). A last,
+    partial group is padded with channels of bias 0, multiplier 0 and r = 1, whose outputs the kernels compute
+    but do not store."""
+    channels = multipliers.size
+    pad = (0, -channels % 4)
+    r = np.pad(-shifts.astype(np.int64), pad, constant_values=1)
+    biases = 2 * np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
+    stage = np.stack([np.pad(multipliers.astype(np.int64), pad),
+                      np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r), r],
+                     axis=1).reshape(-1, 12)
+    return np.concatenate([biases.reshape(-1, 4), stage], axis=1).reshape(-1).astype(np.int32)
 
 
 def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
-                   group: int, wide: bool = False) -> np.ndarray:
-    """Per group of `group` channels (4: depthwise, 2: matrix product) 4 x group int32 words: the folded biases,
+                   group: int) -> np.ndarray:
+    """Per group of `group` channels (2: the matrix product's) 4 x group int32 words: the folded biases,
     then per channel its multiplier, the high word 2^(r - 2) + output_offset 2^(r - 1) of its rounding constant
     (nn2c_mbqm_rounded's 2^30 + 2^(30 + r), plus the offset times 2^(31 + r)) and r - 1, r = -shift in
     OUTPUT_RECORD_SHIFTS' range (nn2c_record_requant). A last, partial group is padded with channels of bias 0,
-    multiplier 0 and r = 2, whose outputs the kernels compute but do not store. `wide`: a fourth word per channel,
-    its rounding's low word 2^30, for r = 1 3 2^30 with the high word the output offset and r - 1 = 0
-    (nn2c_record_requant_wide; takes_wide_records)."""
+    multiplier 0 and r = 2, whose outputs the kernels compute but do not store."""
     channels = multipliers.size
     pad = (0, -channels % group)
     mult = np.pad(multipliers.astype(np.int64), pad)
     r = np.pad(-shifts.astype(np.int64), pad, constant_values=-OUTPUT_RECORD_SHIFTS[1])
     biases = np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
-    high = np.where(r >= 2, np.left_shift(np.int64(1), np.maximum(r, 2) - 2)
-                    + int(output_offset) * np.left_shift(np.int64(1), np.maximum(r, 2) - 1), int(output_offset))
-    words = [mult, high, r - 1]
-    if wide:
-        words.append(np.where(r == 1, 3 << 30, 1 << 30) - np.where(r == 1, 1 << 32, 0))  # (as int32)
-    stage = np.stack(words, axis=1).reshape(-1, len(words) * group)
+    stage = np.stack([mult, np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
+                      r - 1], axis=1).reshape(-1, 3 * group)
     groups = np.concatenate([biases.reshape(-1, group), stage], axis=1)
     return groups.reshape(-1).astype(np.int32)
 
