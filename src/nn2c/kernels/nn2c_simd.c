@@ -426,8 +426,10 @@ static void nn2c_gemm_rows(const nn2c_gemm_s8_t *m, const int8_t *lhs, int32_t r
             for (int32_t k = 0; k < m->depth; ++k) {
                 acc += (uint32_t)((int32_t)x[k] * nn2c_gemm_weight(m, w, c, k));
             }
-            out[r * out_stride + c] = (int8_t)(record ? nn2c_record_requant((int32_t)acc, record + 2 + 3 * (c % 2))
-                                                      : nn2c_simd_requant(&o, (int32_t)acc, c));
+            const int32_t *stage = record ? record + 2 + 3 * (c % 2) : NULL;
+            out[r * out_stride + c] = (int8_t)(!stage       ? nn2c_simd_requant(&o, (int32_t)acc, c)
+                                               : m->doubled ? nn2c_record_requant_doubled((int32_t)(2 * acc), stage)
+                                                            : nn2c_record_requant((int32_t)acc, stage));
         }
     }
 }
@@ -1017,31 +1019,39 @@ NN2C_INLINE void nn2c_dsp_requant2x2_right(int32_t s0, int32_t s1, int32_t s2, i
  * values live across the dot product's assembly (GCC 12 reloaded some 26 spilled values per channel
  * pair from the stack around it). Returns the channels done. */
 
-/* Two channels of a pixel pair from their records (nn2c_record_requant; *rec at the group's first
- * multiplier, advanced past the group): each pixel's two bytes packed into one halfword as
- * nn2c_dsp_requant2x2_right, 13 instructions a channel against 17. */
+/* Two channels of a pixel pair from their doubled records (nn2c_record_requant_doubled: the sums doubled by the
+ * caller; *rec at the group's first multiplier, advanced past the group): each pixel's two bytes packed into one
+ * halfword as nn2c_dsp_requant2x2_right, 9 instructions a channel (13 with nn2c_record_requant's records, 17 from
+ * the arrays). */
 NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t **rec, int32_t *y0,
                                     int32_t *y1) {
     const int32_t *r = *rec;
 #if defined(NN2C_INLINE_ASM)
     /* a channel's three words in one LDM: its registers in ascending order */
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
-    int32_t lo, hi;
+    int32_t hi;
+/* a doubled sum S from the channel's record in m, h, sh, h kept for the other pixel */
+#define NN2C_DSP_DOUBLED_OUT(S) \
+    "add    %[hi], %[h], %[" S "], asr #31\n\t" \
+    "smmlar %[hi], %[" S "], %[m], %[hi]\n\t" \
+    "asr    %[hi], %[hi], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[hi]\n\t"
     __asm__ volatile("ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
-                     NN2C_DSP_RECORD_OUT("s0", "hi") NN2C_DSP_RECORD_OUT("s2", "hi")
+                     NN2C_DSP_DOUBLED_OUT("s0") NN2C_DSP_DOUBLED_OUT("s2")
                      "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
-                     NN2C_DSP_RECORD_OUT("s1", "hi") NN2C_DSP_RECORD_OUT("s3", "hi")
+                     NN2C_DSP_DOUBLED_OUT("s1") NN2C_DSP_DOUBLED_OUT("s3")
                      "bfi    %[s0], %[s1], #8, #8\n\t"
                      "bfi    %[s2], %[s3], #8, #8\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [m] "=&r"(m),
-                       [h] "=&r"(h), [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
+                       [h] "=&r"(h), [sh] "=&r"(sh), [hi] "=&r"(hi)
                      :
                      : "memory");
+#undef NN2C_DSP_DOUBLED_OUT
     *y0 = s0;
     *y1 = s2;
 #else
-    const int32_t a = nn2c_record_requant(s0, r), b = nn2c_record_requant(s1, r + 3);
-    const int32_t c = nn2c_record_requant(s2, r), d = nn2c_record_requant(s3, r + 3);
+    const int32_t a = nn2c_record_requant_doubled(s0, r), b = nn2c_record_requant_doubled(s1, r + 3);
+    const int32_t c = nn2c_record_requant_doubled(s2, r), d = nn2c_record_requant_doubled(s3, r + 3);
     *y0 = (int32_t)(((uint32_t)a & 0xFFu) | ((uint32_t)b & 0xFFu) << 8);
     *y1 = (int32_t)(((uint32_t)c & 0xFFu) | ((uint32_t)d & 0xFFu) << 8);
     r += 6;
@@ -1060,8 +1070,8 @@ static void nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blo
         s0 = __smlad(pair[k + 1], wo, __smlad(pair[k], we, s0));
         s1 = __smlad(pair[k + 3], wo, __smlad(pair[k + 2], we, s1));
     }
-    *o0 = (int8_t)nn2c_record_requant(s0, rec + 2);
-    *o1 = (int8_t)nn2c_record_requant(s1, rec + 2);
+    *o0 = (int8_t)nn2c_record_requant_doubled(2 * s0, rec + 2);
+    *o1 = (int8_t)nn2c_record_requant_doubled(2 * s1, rec + 2);
 }
 
 /* The whole channel pairs of a pixel pair from records (nn2c_dsp_record2x2), each pixel's two outputs stored as
@@ -1074,10 +1084,16 @@ NN2C_INLINE void nn2c_dsp_pair_records(const nn2c_simd_word_t *pair, const nn2c_
         int32_t s[4] = {rec[0], rec[1], rec[0], rec[1]};
         rec += 2;
         nn2c_dsp_pair_dot(pair, x_end, blocks, wp, s, dual);
-        if (dual) { /* B's sums: 2^8 times them before */
-            s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 8;
-            s[3] = (int32_t)((uint32_t)s[3] - (uint32_t)s[2]) >> 8;
+        /* the sums doubled for the doubled records: B's of a dual filter, 2^8 times them before, shifted by one less */
+        if (dual) {
+            s[1] = (int32_t)((uint32_t)s[1] - (uint32_t)s[0]) >> 7;
+            s[3] = (int32_t)((uint32_t)s[3] - (uint32_t)s[2]) >> 7;
+        } else {
+            s[1] *= 2;
+            s[3] *= 2;
         }
+        s[0] *= 2;
+        s[2] *= 2;
         int32_t y0, y1;
         nn2c_dsp_record2x2(s[0], s[1], s[2], s[3], &rec, &y0, &y1);
         const uint16_t h0 = (uint16_t)y0, h1 = (uint16_t)y1;
@@ -1200,9 +1216,9 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
             s1 = __smlad(xo, nn2c_sxtb16_ror8(w1), __smlad(xe, __sxtb16(w1), s1));
         }
         if (record) {
-            o0[c] = (int8_t)nn2c_record_requant(s0, record + 2);
+            o0[c] = (int8_t)nn2c_record_requant_doubled(2 * s0, record + 2);
             if (c + 1 < m->out_c) { /* (records padded to whole channel pairs) */
-                o0[c + 1] = (int8_t)nn2c_record_requant(s1, record + 5);
+                o0[c + 1] = (int8_t)nn2c_record_requant_doubled(2 * s1, record + 5);
             }
             record += 8;
             continue;

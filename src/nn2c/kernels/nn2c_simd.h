@@ -58,6 +58,10 @@ typedef struct {
      * multiple of 8 (the loops take blocks two at a time). A FULLY_CONNECTED's needs a multiple of 4 channels and
      * of 8 inputs. */
     int32_t dual;
+    /* Arm DSP convolutions with records: 1, their records are doubled (as nn2c_dw_simd_params_t.records, in pairs
+     * of channels: 2 biases, then per channel m, 2^(r - 1) + offset 2^r and r; nn2c_record_requant_doubled) and
+     * the kernels double each sum before its output stage (a dual filter's B sum by shifting one less) */
+    int32_t doubled;
 } nn2c_gemm_s8_t;
 
 /* FULLY_CONNECTED: batches rows of depth int8 values. */

@@ -300,11 +300,12 @@ def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str
 
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
                 output_offset: int, act_min: int, act_max: int, records: bool = False,
-                dual: bool = False) -> tuple[dict, str]:
+                dual: bool = False, doubled: bool = False) -> tuple[dict, str]:
     """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
     stage as records where the kernel reads them (an Arm DSP convolution, or FULLY_CONNECTED of batch 1:
     nn2c_gemm_s8_t.records); `dual`: the kernel reads dual filters, the filter then dual where takes_dual says so
-    (fields["dual"] 1)."""
+    (fields["dual"] 1); `doubled`: the kernel's records are doubled ones (the convolutions' pixel pairs:
+    nn2c_gemm_s8_t.doubled), where doubled_records_fit says so."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
@@ -312,7 +313,11 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     bias_data = None if bias is None else np.asarray(bias.data)
     folded = folded_bias(bias_data, rows, input_offset, out_c)
     mantissas, shifts = quantize_multipliers(real)
-    records = records and group == 2 and takes_records(shifts, act_min, act_max)
+    if doubled:  # (the kernel reads doubled records or none)
+        doubled = records = records and group == 2 and doubled_records_fit(rows, bias_data, input_offset, shifts,
+                                                                           output_offset, act_min, act_max)
+    else:
+        records = records and group == 2 and takes_records(shifts, act_min, act_max)
     record_bias = folded
     dual = dual and records and takes_dual(ctx, rows, folded, shifts, act_min, act_max)
     if dual:
@@ -332,7 +337,12 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     }
     if dual:
         fields["dual"] = 1
-    if records:
+    if doubled:
+        fields.update(doubled=1, bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
+            doubled_records(record_bias, mantissas, shifts, output_offset, group=2, double_bias=False), "int32_t",
+            "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding with the output "
+            "offset, shift (doubled)"))
+    elif records:
         fields.update(bias="NULL", multipliers="NULL", shifts="NULL", rounding="NULL", records=ctx.const_array(
             output_records(record_bias, mantissas, shifts, output_offset, 2), "int32_t",
             "output stage per group of 2 channels: 2 biases, then per channel multiplier, rounding high word with "
@@ -540,7 +550,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     if _conv_rows(ctx, geom, x, rows, bias, out, real, act_min, act_max):
         return
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
-                                 records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16))
+                                 records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16),
+                                 doubled=bool(ctx.target.conv_pair_int16))
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
         "g": geom.initializer(), "pad_value": zero_point(x),
@@ -737,19 +748,21 @@ def doubled_records_fit(rows: np.ndarray, bias: np.ndarray | None, input_offset:
     return bool(np.all(2 * largest < 2**31) and np.all(largest + 2 + np.abs(c) < 2**31))
 
 
-def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
-    """Per group of 4 channels 16 int32 words: the biases (folded, int32) doubled, then per channel its multiplier,
-    2^(r - 1) + output_offset 2^r and r, r = -shift (nn2c_record_requant_doubled; doubled_records_fit). A last,
-    partial group is padded with channels of bias 0, multiplier 0 and r = 1, whose outputs the kernels compute
-    but do not store."""
+def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
+                    group: int = 4, double_bias: bool = True) -> np.ndarray:
+    """Per group of `group` channels (4: the depthwise kernel and nn2c_conv_s8_rows, whose filters and biases are
+    doubled; 2: the convolutions' pixel pairs, which double each sum: double_bias False) 4 x group int32 words: the
+    biases (folded, int32), then per channel its multiplier, 2^(r - 1) + output_offset 2^r and r, r = -shift
+    (nn2c_record_requant_doubled; doubled_records_fit). A last, partial group is padded with channels of bias 0,
+    multiplier 0 and r = 1, whose outputs the kernels compute but do not store."""
     channels = multipliers.size
-    pad = (0, -channels % 4)
+    pad = (0, -channels % group)
     r = np.pad(-shifts.astype(np.int64), pad, constant_values=1)
-    biases = 2 * np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
+    biases = (2 if double_bias else 1) * np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
     stage = np.stack([np.pad(multipliers.astype(np.int64), pad),
                       np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r), r],
-                     axis=1).reshape(-1, 12)
-    return np.concatenate([biases.reshape(-1, 4), stage], axis=1).reshape(-1).astype(np.int32)
+                     axis=1).reshape(-1, 3 * group)
+    return np.concatenate([biases.reshape(-1, group), stage], axis=1).reshape(-1).astype(np.int32)
 
 
 def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
