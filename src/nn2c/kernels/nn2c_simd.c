@@ -2550,10 +2550,11 @@ static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, 
 }
 
 /* The channels of one pixel whose output stage is doubled records (the codegen's test; padded to whole groups
- * of 4). */
-NN2C_INLINE void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base, const intptr_t *taps,
-                                       int32_t n_taps, const nn2c_simd_word_t *wp, int8_t *out,
-                                       const nn2c_dw_window_t *window) {
+ * of 4); one copy of its code for nn2c_dw_pixel and nn2c_dw_run_records. */
+__attribute__((noinline)) static void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base,
+                                                            const intptr_t *taps, int32_t n_taps,
+                                                            const nn2c_simd_word_t *wp, int8_t *out,
+                                                            const nn2c_dw_window_t *window) {
     const int32_t *rec = p->records;
     int8_t *const end = out + (C & ~3);
     if (window->col) { /* a 3x3 window inside the image */
@@ -2632,6 +2633,19 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 #else
     (void)o; /* the records hold the output stage */
 #endif
+}
+
+/* count neighbouring output pixels of a layer with records (windows `step` bytes apart, all inside the image;
+ * inner: their tap offsets) in a loop of their own: the pixel loop of nn2c_dw_s8_simd spent about 70
+ * instructions a pixel outside its channel groups on 8-channel layers (vww_96_int8's 48x48 one, QEMU), its
+ * border tests and some 25 values reloaded around the assembly. */
+NN2C_INLINE void nn2c_dw_run_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base, int32_t step,
+                                     int32_t count, const intptr_t *inner, int32_t n_taps,
+                                     const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
+        nn2c_dw_pixel_records(p, C, base, inner, n_taps, wp, out, window);
+    }
 }
 #elif defined(NN2C_SIMD_MVE)
 /* Eight channels [c, c + 8) as int16 lanes: VMULLB / VMULLT multiply the even / odd ones into
@@ -3430,6 +3444,16 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                     window = &by_table;
                 }
                 int8_t *out = output + ((b * g->out_h + oy) * g->out_w + ox) * C;
+#if defined(NN2C_SIMD_DSP)
+                if (p->records && taps == inner) {
+                    /* this window and the next ones of the row inside the image: one call for the run */
+                    int32_t n = 1;
+                    while (ox + n < g->out_w && ix0 + n * g->stride_w + span_w < g->in_w) ++n;
+                    nn2c_dw_run_records(p, C, base, g->stride_w * C, n, inner, n_taps, window, filter, out);
+                    ox += n - 1;
+                    continue;
+                }
+#endif
 #if defined(NN2C_SIMD_MVE) && defined(NN2C_INLINE_ASM)
                 if (pairs8 && taps == inner && ox + 1 < g->out_w && ix0 + g->stride_w + span_w < g->in_w) {
                     /* this window and the next inside the image */
