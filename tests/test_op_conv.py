@@ -183,14 +183,16 @@ CONV_CASES = [
     Case((1, 5, 4, 12), 9, kernel=(1, 1), per_channel=False, gain=320.0, output_zp=-6, bias=False,
          weight_max=1),  # depth below 16 (nn2c_gemm_rows2_short)
     # narrow filter rows on few channels (Arm DSP: nn2c_conv_s8_rows, the image read in place): a row of 1, 2, 3
-    # and 4 input words; SAME padding at the bottom and right only (stride 2), and a VALID window whose last
-    # word would read past the input (both copied into scratch first)
+    # and 4 input words, those of 2 and 3 with a last word of one byte (5 and 9 bytes); SAME padding at the bottom
+    # and right only (stride 2), and a VALID window whose last word would read past the input (both copied into
+    # scratch first)
     Case((1, 13, 12, 1), 8, stride=(2, 2), input_zp=-1, output_zp=-128),
     Case((1, 6, 7, 2), 4, input_zp=-7, output_zp=9),
     Case((1, 11, 9, 3), 8, stride=(2, 2), padding="VALID", input_zp=5),
     Case((1, 7, 8, 3), 4, kernel=(5, 5), stride=(1, 2), input_zp=3, output_zp=-2),
-    # 16 channels over 3: the pixel pair's cheaper there (Arm DSP: a dual filter of 7 blocks, padded to 8)
-    Case((1, 6, 7, 3), 16, input_zp=2, output_zp=-5),
+    Case((1, 9, 8, 1), 4, kernel=(5, 5), input_zp=-3, output_zp=6),
+    # 32 channels over 3: the pixel pair's cheaper there (Arm DSP: a dual filter of 7 blocks, padded to 8)
+    Case((1, 6, 7, 3), 32, input_zp=2, output_zp=-5),
 ]
 
 DEPTHWISE_CASES = [
@@ -436,11 +438,12 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert "NULL" in records and (target == "cortex-m55") == (set(records) == {"NULL"}), records
     weights = compile_model(path, CompileOptions(target=target)).files["model_weights.c"]
     kinds = [weights.count("output stage per group of 2 channels"), weights.count("output stage per group of 4")]
-    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 17]), kinds
-    # narrow filter rows straight from the image (nn2c_conv_s8_rows, records per group of 4): the five
+    assert kinds == ([0, 0] if target == "cortex-m55" else [9, 18]), kinds
+    # narrow filter rows straight from the image (nn2c_conv_s8_rows, records per group of 4): the six
     # convolutions over 1-3 channels of whole groups of 4 and int8's range, and the depthwise one over one channel
     # times 8; the others of few channels stay on the pixel pair (odd counts, clamped ranges, whole-word rows)
-    assert source.count("nn2c_conv_s8_rows(") == (0 if target == "cortex-m55" else 6)
+    assert source.count("nn2c_conv_s8_rows(") == (0 if target == "cortex-m55" else 7)
+    assert source.count(".row_tail = 1") == (0 if target == "cortex-m55" else 3)  # rows of 9, 9 and 5 bytes
     # the doubled records' shifts (r in each channel's third word): 1 among them (the 14-channel case)
     doubled = re.findall(r"4 doubled biases[^\n]*\n[^{]*\{([^}]*)\}", weights)
     shifts = {int(v) for body in doubled for group in np.array(body.replace(",", " ").split(), dtype=np.int64)

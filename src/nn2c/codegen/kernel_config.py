@@ -29,8 +29,10 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_GEMM_DUAL": "Arm DSP convolution over pixel pairs whose filter is dual (as DSP_FC_DUAL)",
     "DSP_GEMM_PLAIN": "Arm DSP convolution over pixel pairs from records whose filter is not dual (an odd channel "
                       "count, or weights that do not fit)",
-    **{f"DSP_CONV_ROWS_{n}": f"Arm DSP convolution over narrow filter rows read straight from the image "
-                            f"(nn2c_conv_s8_rows), rows of {n} input word{'s' if n > 1 else ''}" for n in range(1, 5)},
+    **{f"DSP_CONV_ROWS_{n}{tail}": f"Arm DSP convolution over narrow filter rows read straight from the image "
+                                   f"(nn2c_conv_s8_rows), rows of {n} input word{'s' if n > 1 else ''}"
+                                   + (", the last one byte" if tail else "")
+       for n in range(1, 5) for tail in ("", "_BYTE")},
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "
                   "windows, other tap counts, a last partial group",
 }

@@ -47,14 +47,26 @@ const uint8_t nn2c_kernel_path_dsp_gemm_plain = 1;
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_1 = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_1_byte = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_2 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_2_byte = 1;
 #endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_3 = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_3_byte = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_4 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
+const uint8_t nn2c_kernel_path_dsp_conv_rows_4_byte = 1;
 #endif
 #if !defined(NN2C_OMIT_MVE_DW_ANY)
 const uint8_t nn2c_kernel_path_mve_dw_any = 1;
@@ -3503,6 +3515,15 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
     "smlad  %[s3], %[xe], %[we], %[s3]\n\t" \
     "smlad  %[s3], %[x], %[wo], %[s3]\n\t"
+/* a row's last word when only its first byte is the filter's (nn2c_conv_rows_params_t.row_tail): the byte, one
+ * SMLABB / SMLABT a channel with the channels' int16 weights in order, 6 instructions instead of 15 */
+#define NN2C_DSP_ROWS_BYTE \
+    "ldrsb  %[x], [%[b]], #4\n\t" \
+    "ldrd   %[we], %[wo], [%[wp]], #8\n\t" \
+    "smlabb %[s0], %[x], %[we], %[s0]\n\t" \
+    "smlabt %[s1], %[x], %[we], %[s1]\n\t" \
+    "smlabb %[s2], %[x], %[wo], %[s2]\n\t" \
+    "smlabt %[s3], %[x], %[wo], %[s3]\n\t"
 #define NN2C_DSP_ROWS_LOOP(WORDS) \
     __asm__ volatile("1:\n\t" WORDS \
                      "add    %[b], %[b], %[skip]\n\t" \
@@ -3514,7 +3535,7 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
                      : "cc", "memory")
 #endif
 
-NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t rows, int32_t blocks,
+NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t rows, int32_t blocks, int32_t tail,
                                      const int16_t **w, int32_t s[4]) {
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
@@ -3523,21 +3544,37 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
     const int32_t skip = stride - 4 * blocks;
     int32_t k = rows, xv, xe, we, wo;
     (void)xv, (void)xe, (void)we, (void)wo, (void)skip, (void)k, (void)b; /* (a build without any row width) */
-    switch (blocks) { /* the row widths this model's layers take (nn2c_config.h) */
+#define NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD
+#define NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_WORD
+    switch (2 * blocks + tail) { /* the row shapes this model's layers take (nn2c_config.h) */
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
-    case 1: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD); break;
+    case 2: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
+    case 3: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_BYTE); break;
 #endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
-    case 2: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    case 4: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W2); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
+    case 5: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_BYTE); break;
 #endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
-    case 3: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    case 6: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
+    case 7: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_BYTE); break;
 #endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
-    case 4: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD); break;
+    case 8: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_WORD); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
+    case 9: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_BYTE); break;
 #endif
     default: break;
     }
+#undef NN2C_DSP_ROWS_W3
+#undef NN2C_DSP_ROWS_W2
     *w = wp;
     s[0] = s0;
     s[1] = s1;
@@ -3548,11 +3585,15 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
     const int16_t *wp = *w;
     uint32_t u[4] = {(uint32_t)s[0], (uint32_t)s[1], (uint32_t)s[2], (uint32_t)s[3]};
     for (int32_t r = 0; r < rows; ++r, x += stride) {
-        for (int32_t j = 0; j < blocks; ++j) {
+        for (int32_t j = 0; j < blocks - tail; ++j) {
             const int8_t *v = x + 4 * j;
             for (int32_t c = 0; c < 4; ++c, wp += 4) {
                 u[c] += (uint32_t)(v[0] * wp[0] + v[2] * wp[1]) + (uint32_t)(v[1] * wp[2] + v[3] * wp[3]);
             }
+        }
+        if (tail) { /* the last word's first byte, the channels' weights in order */
+            for (int32_t c = 0; c < 4; ++c) u[c] += (uint32_t)(x[4 * (blocks - 1)] * wp[c]);
+            wp += 4;
         }
     }
     *w = wp;
@@ -3561,17 +3602,19 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
 }
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
 #undef NN2C_DSP_ROWS_LOOP
+#undef NN2C_DSP_ROWS_BYTE
 #undef NN2C_DSP_ROWS_WORD
 #endif
 
 /* All output channels of one window (`rows` filter rows `stride` bytes apart from x), 4 at a time, the
  * channels' records from rec until out reaches end. */
 NN2C_INLINE void nn2c_conv_rows_window(const int32_t *rec, const int8_t *x, int32_t stride, int32_t rows,
-                                       int32_t blocks, const int16_t *filter, int8_t *out, const int8_t *end) {
+                                       int32_t blocks, int32_t tail, const int16_t *filter, int8_t *out,
+                                       const int8_t *end) {
     while (out != end) {
         int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
         rec += 4;
-        nn2c_conv_rows_sums(x, stride, rows, blocks, &filter, s);
+        nn2c_conv_rows_sums(x, stride, rows, blocks, tail, &filter, s);
 #if defined(NN2C_SIMD_DSP)
         nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &out);
 #else
@@ -3584,7 +3627,8 @@ void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, co
                        int8_t *output, void *scratch) {
     const nn2c_conv_geom_t geom = p->g; /* (int8 stores may alias the parameter struct) */
     const nn2c_conv_geom_t *g = &geom;
-    const int32_t C = g->in_c, row_bytes = g->in_w * C, blocks = p->row_blocks, span = 4 * blocks;
+    const int32_t C = g->in_c, row_bytes = g->in_w * C, blocks = p->row_blocks, tail = p->row_tail;
+    const int32_t span = 4 * blocks;
     const int32_t image = g->in_h * row_bytes;
     const int32_t *const records = p->records;
     const int32_t pad_value = p->pad_value;
@@ -3615,7 +3659,7 @@ void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, co
                         }
                     }
                 }
-                nn2c_conv_rows_window(records, x, stride, g->filter_h, blocks, filter, out, out + g->out_c);
+                nn2c_conv_rows_window(records, x, stride, g->filter_h, blocks, tail, filter, out, out + g->out_c);
             }
         }
     }

@@ -117,6 +117,8 @@ typedef struct {
     nn2c_conv_geom_t g;
     int32_t pad_value;
     int32_t row_blocks;     /* ceil(filter_w * in_c / 4), at most NN2C_CONV_ROWS_MAX_BLOCKS */
+    int32_t row_tail;       /* 1 where the row's last word holds one byte of it (filter_w * in_c % 4 == 1): that
+                             * byte alone, its 4 channels' weights in order (4 int16) instead of the word's 16 */
     const int32_t *records; /* doubled, as nn2c_dw_simd_params_t.records (the filter's weights doubled too) */
 } nn2c_conv_rows_params_t;
 

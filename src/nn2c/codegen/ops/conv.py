@@ -600,24 +600,32 @@ def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
             or geom.filter_h * geom.filter_w == 1 or (geom.dilation_h, geom.dilation_w) != (1, 1)
             or geom.out_c % 4 or not doubled):
         return 0
-    # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word and
-    # 3 a filter row, 57 for the output stage and the loop; im2col and the int16 pixel pair about 320, then
-    # 4.4 per channel and word of depth. The pixel pair wins from some 16 channels on (pretrainedResnet_quant's
-    # first layer: 823 against 843); person_detect's 8 over one channel: 414 against 261.
-    rows_cost = 40 + geom.out_c // 4 * (geom.filter_h * (15 * blocks + 3) + 57)
+    # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word (6 for
+    # a last word of one byte) and 3 a filter row, 57 for the output stage and the loop; im2col and the int16
+    # pixel pair about 320, then 4.4 per channel and word of depth. The pixel pair wins from some 16 channels on
+    # (pretrainedResnet_quant's first layer: 823 against 843); person_detect's 8 over one channel: 414 against
+    # 261.
+    word_cost = 15 * blocks - (9 if row_bytes % 4 == 1 else 0)
+    rows_cost = 40 + geom.out_c // 4 * (geom.filter_h * (word_cost + 3) + 57)
     im2col_cost = 320 + 4.4 * geom.out_c * -(-geom.filter_h * row_bytes // 4)
     return blocks if rows_cost < im2col_cost else 0
 
 
 def pack_conv_rows(rows: np.ndarray, filter_h: int, blocks: int) -> np.ndarray:
     """[out_c][filter_h * row bytes] int8 -> nn2c_conv_s8_rows' int16 filter: per group of 4 output channels,
-    per filter row, per input word, per channel its weights w0 w2 w1 w3 (zero past the row's bytes)."""
+    per filter row, per input word, per channel its weights w0 w2 w1 w3 (zero past the row's bytes); a last word
+    of one byte of the row (row_tail) as that byte's weight of each channel, in order."""
     out_c = rows.shape[0]
     by_row = rows.reshape(out_c, filter_h, -1)
     padded = np.zeros((out_c, filter_h, 4 * blocks), dtype=np.int16)
     padded[:, :, :by_row.shape[2]] = by_row
     words = padded.reshape(out_c // 4, 4, filter_h, blocks, 4)[..., [0, 2, 1, 3]]
-    return np.ascontiguousarray(words.transpose(0, 2, 3, 1, 4)).reshape(-1)
+    per_word = np.ascontiguousarray(words.transpose(0, 2, 3, 1, 4))  # [groups][rows][blocks][4 channels][4]
+    if by_row.shape[2] % 4 != 1:
+        return per_word.reshape(-1)
+    full = per_word[:, :, :blocks - 1].reshape(out_c // 4, filter_h, -1)
+    tail = per_word[:, :, blocks - 1, :, 0]  # the last word's first byte: its weight w0 per channel
+    return np.concatenate([full, tail], axis=2).reshape(-1)
 
 
 def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bias: Value | None, out: Value,
@@ -635,11 +643,13 @@ def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bia
                               "rounding with the output offset, shift")
     packed = ctx.const_array(2 * pack_conv_rows(rows, geom.filter_h, blocks), "int16_t",
                              "filter per group of 4 channels, filter row, input word: w0 w2 w1 w3 as int16, doubled")
+    tail = int(geom.filter_w * geom.in_c % 4 == 1)
     params = ctx.params_struct("nn2c_conv_rows_params_t", {
-        "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "records": records,
+        "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "row_tail": tail,
+        "records": records,
     })
     scratch = ctx.scratch(geom.filter_h * 4 * blocks)
-    ctx.take_path(f"DSP_CONV_ROWS_{blocks}")
+    ctx.take_path(f"DSP_CONV_ROWS_{blocks}" + ("_BYTE" if tail else ""))
     ctx.call("nn2c_conv_s8_rows", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
     return True
 
