@@ -222,8 +222,8 @@ NN2C_INLINE nn2c_simd_out_t nn2c_simd_out(const int32_t *multipliers, const int3
     return o;
 }
 
-/* One output from an output-stage record (nn2c_gemm_s8_t.records, nn2c_dw_simd_params_t.records; r:
- * the channel's multiplier, high word, r - 1): nn2c_mbqm_rounded's 64-bit sum with the output offset in
+/* One output from an output-stage record (nn2c_gemm_s8_t.records of a FULLY_CONNECTED: doubled is 0; r: the
+ * channel's multiplier, high word, r - 1): nn2c_mbqm_rounded's 64-bit sum with the output offset in
  * its high word, (x m + 2^30 + h 2^32 - [x < 0] 2^31) >> (32 + r - 1), saturated to int8. Adding offset 2^(31 + r) before
  * the floor adds exactly the offset after it, and |x m| < 2^62, |h 2^32| <= 2^62 (r <= 24) cannot
  * overflow. */
@@ -2500,11 +2500,11 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
     s[3] = s3;
 }
 
-/* The output stage of four channels from their records (nn2c_record_requant), packed into one
- * word at *y: 8 instructions a channel, the rounding's low word built from the sum's sign, its high word
- * loaded with the output offset in it. With the four arrays (nn2c_dsp_requant4_right) and their
- * pointers, which GCC kept on the stack around the taps' 12 registers, a group of 4 channels spent
- * about 80 instructions outside its taps on kws_ref_model's layers (QEMU). */
+/* The output stage of four channels from their doubled records (nn2c_record_requant_doubled; the sums doubled
+ * by the filter), packed into one word at *y: 5 instructions a channel with its LDM (the earlier records' took
+ * 7, building the rounding's low word from the sum's sign). With the four arrays (nn2c_dsp_requant4_right) and
+ * their pointers, which GCC kept on the stack around the taps' 12 registers, a group of 4 channels spent about
+ * 80 instructions outside its taps on kws_ref_model's layers (QEMU). */
 NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t **rec,
                                         int8_t **y) {
     const int32_t *r = *rec;

@@ -44,10 +44,12 @@ typedef struct {
     int32_t act_min, act_max;
     int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift); 2: every shift is negative
                     * (and the rounding's sign fix needs no test of the shift) */
-    /* Arm DSP convolutions with an even channel count, int8's whole activation range and every shift in
-     * [-24, -2]: the output stage as records instead of bias / multipliers / shifts / rounding (NULL
-     * then), per group of 2 channels 8 words: the 2 biases, then per channel its multiplier, its
-     * rounding's high word with the output offset folded in and r - 1 (nn2c_record_requant); else NULL */
+    /* Arm DSP, int8's whole activation range: the output stage as records instead of bias / multipliers /
+     * shifts / rounding (NULL then), per group of 2 channels 8 words, the last pair padded: the 2 biases, then
+     * per channel either (doubled 1, a convolution: every shift in [-24, -1]) its multiplier, 2^(r - 1) + offset
+     * 2^r and r (nn2c_record_requant_doubled), or (a FULLY_CONNECTED of batch 1: shifts in [-24, -2]) its
+     * multiplier, its rounding's high word with the output offset folded in and r - 1 (nn2c_record_requant);
+     * else NULL */
     const int32_t *records;
     /* Arm DSP, with records (a convolution, a FULLY_CONNECTED of batch 1; codegen/ops/conv.py dual_fits): 1 where
      * the filter holds each channel pair (A, B) as int16 halves A + 256 B, in the G = 2, KB = 4 blocks' bytes:

@@ -592,8 +592,8 @@ def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
     """Input words per filter row where an int8 CONV_2D runs on nn2c_conv_s8_rows (Arm DSP), else 0: a filter
     row of 1 to CONV_ROWS_MAX_BLOCKS words that are not whole (those the pixel-pair kernel expands straight
     from the image), more than one tap, dilation 1, whole groups of 4 output channels and doubled records
-    (doubled_records_fit). The
-    first layers over 1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
+    (doubled_records_fit), where it is predicted cheaper than im2col and the pixel pair. The first layers over
+    1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
     row_bytes = geom.filter_w * geom.in_c
     blocks = -(-row_bytes // 4)
     if (not ctx.target.conv_pair_int16 or blocks > CONV_ROWS_MAX_BLOCKS or row_bytes % 4 == 0
@@ -602,9 +602,10 @@ def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
         return 0
     # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word (6 for
     # a last word of one byte) and 3 a filter row, 57 for the output stage and the loop; im2col and the int16
-    # pixel pair about 320, then 4.4 per channel and word of depth. The pixel pair wins from some 16 channels on
-    # (pretrainedResnet_quant's first layer: 823 against 843); person_detect's 8 over one channel: 414 against
-    # 261.
+    # pixel pair about 320, then 4.4 per channel and word of depth. Without the one-byte tail the pixel pair won
+    # from some 16 channels on (pretrainedResnet_quant's first layer, 3x3 over 3: 823 against 843; with the tail
+    # this kernel took it, 13,879,252 -> 13,752,944 for the model); person_detect's 8 over one channel: 414
+    # against 261.
     word_cost = 15 * blocks - (9 if row_bytes % 4 == 1 else 0)
     rows_cost = 40 + geom.out_c // 4 * (geom.filter_h * (word_cost + 3) + 57)
     im2col_cost = 320 + 4.4 * geom.out_c * -(-geom.filter_h * row_bytes // 4)
