@@ -641,6 +641,14 @@ NN2C_INLINE void nn2c_dsp_row1_dot(const int8_t *a0, int32_t blocks, int32_t tai
 /* A channel's record in one LDM (its registers in ascending order: m r10, h r11, sh r12), then its sum S
  * requantised (NN2C_DSP_RECORD_OUT). */
 #define NN2C_DSP_RECORD_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_RECORD_OUT(S, "h")
+/* The same from a doubled record (m, h = 2^(r - 1) + offset 2^r, sh = r) and a doubled sum S:
+ * nn2c_record_requant_doubled in 4 instructions. */
+#define NN2C_DSP_DOUBLED_OUT(S, HI) \
+    "add    %[" HI "], %[h], %[" S "], asr #31\n\t" \
+    "smmlar %[" HI "], %[" S "], %[m], %[" HI "]\n\t" \
+    "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[" HI "]\n\t"
+#define NN2C_DSP_DOUBLED_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_DOUBLED_OUT(S, "h")
 /* The sums s0-s3 from four records at r, packed into s0's bytes, the lowest channel in the lowest byte; MID
  * runs between the second and the third (a FULLY_CONNECTED's second channel pair begins with its biases). */
 #define NN2C_DSP_RECORD4(MID) \
@@ -1041,24 +1049,17 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
 #if defined(NN2C_INLINE_ASM)
     /* a channel's three words in one LDM: its registers in ascending order */
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
-    int32_t hi;
-/* a doubled sum S from the channel's record in m, h, sh, h kept for the other pixel */
-#define NN2C_DSP_DOUBLED_OUT(S) \
-    "add    %[hi], %[h], %[" S "], asr #31\n\t" \
-    "smmlar %[hi], %[" S "], %[m], %[hi]\n\t" \
-    "asr    %[hi], %[hi], %[sh]\n\t" \
-    "ssat   %[" S "], #8, %[hi]\n\t"
+    int32_t hi; /* (h kept for the other pixel) */
     __asm__ volatile("ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
-                     NN2C_DSP_DOUBLED_OUT("s0") NN2C_DSP_DOUBLED_OUT("s2")
+                     NN2C_DSP_DOUBLED_OUT("s0", "hi") NN2C_DSP_DOUBLED_OUT("s2", "hi")
                      "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t"
-                     NN2C_DSP_DOUBLED_OUT("s1") NN2C_DSP_DOUBLED_OUT("s3")
+                     NN2C_DSP_DOUBLED_OUT("s1", "hi") NN2C_DSP_DOUBLED_OUT("s3", "hi")
                      "bfi    %[s0], %[s1], #8, #8\n\t"
                      "bfi    %[s2], %[s3], #8, #8\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [r] "+r"(r), [m] "=&r"(m),
                        [h] "=&r"(h), [sh] "=&r"(sh), [hi] "=&r"(hi)
                      :
                      : "memory");
-#undef NN2C_DSP_DOUBLED_OUT
     *y0 = s0;
     *y1 = s2;
 #else
@@ -2511,13 +2512,6 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     int8_t *q = *y;
 #if defined(NN2C_INLINE_ASM)
     register int32_t m __asm__("r10"), h __asm__("r11"), sh __asm__("r12");
-/* a doubled sum S from its channel's record (nn2c_record_requant_doubled): 5 instructions */
-#define NN2C_DSP_DOUBLED_RQ(S) \
-    "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" \
-    "add    %[h], %[h], %[" S "], asr #31\n\t" \
-    "smmlar %[h], %[" S "], %[m], %[h]\n\t" \
-    "asr    %[h], %[h], %[sh]\n\t" \
-    "ssat   %[" S "], #8, %[h]\n\t"
     __asm__ volatile(NN2C_DSP_DOUBLED_RQ("s0") NN2C_DSP_DOUBLED_RQ("s1") NN2C_DSP_DOUBLED_RQ("s2")
                      NN2C_DSP_DOUBLED_RQ("s3")
                      "bfi    %[s0], %[s1], #8, #8\n\t"
@@ -2528,7 +2522,6 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
                        [m] "=&r"(m), [h] "=&r"(h), [sh] "=&r"(sh)
                      :
                      : "memory");
-#undef NN2C_DSP_DOUBLED_RQ
 #else
     const int32_t s[4] = {s0, s1, s2, s3};
     for (int32_t k = 0; k < 4; ++k, r += 3) {

@@ -588,17 +588,22 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
 CONV_ROWS_MAX_BLOCKS = 4
 
 
-def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
-    """Input words per filter row where an int8 CONV_2D runs on nn2c_conv_s8_rows (Arm DSP), else 0: a filter
-    row of 1 to CONV_ROWS_MAX_BLOCKS words that are not whole (those the pixel-pair kernel expands straight
-    from the image), more than one tap, dilation 1, whole groups of 4 output channels and doubled records
-    (doubled_records_fit), where it is predicted cheaper than im2col and the pixel pair. The first layers over
-    1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
+def conv_rows_tail(geom: Geometry) -> int:
+    """nn2c_conv_rows_params_t.row_tail: 1 where a filter row's last input word holds one byte of it."""
+    return int(geom.filter_w * geom.in_c % 4 == 1)
+
+
+def conv_rows_blocks(ctx: EmitContext, geom: Geometry) -> int:
+    """Input words per filter row where an int8 CONV_2D's shape suits nn2c_conv_s8_rows (Arm DSP), else 0: a
+    filter row of 1 to CONV_ROWS_MAX_BLOCKS words that are not whole (those the pixel-pair kernel expands
+    straight from the image), more than one tap, dilation 1, whole groups of 4 output channels, where it is
+    predicted cheaper than im2col and the pixel pair (the layer also needs doubled records: _conv_rows). The
+    first layers over 1-3 channels: person_detect's took 414 instructions a pixel through im2col."""
     row_bytes = geom.filter_w * geom.in_c
     blocks = -(-row_bytes // 4)
     if (not ctx.target.conv_pair_int16 or blocks > CONV_ROWS_MAX_BLOCKS or row_bytes % 4 == 0
             or geom.filter_h * geom.filter_w == 1 or (geom.dilation_h, geom.dilation_w) != (1, 1)
-            or geom.out_c % 4 or not doubled):
+            or geom.out_c % 4):
         return 0
     # Instructions a pixel, fitted to Cortex-M4 QEMU counts: this kernel per group of 4 channels 15 a word (6 for
     # a last word of one byte) and 3 a filter row, 57 for the output stage and the loop; im2col and the int16
@@ -606,45 +611,47 @@ def conv_rows_blocks(ctx: EmitContext, geom: Geometry, doubled: bool) -> int:
     # from some 16 channels on (pretrainedResnet_quant's first layer, 3x3 over 3: 823 against 843; with the tail
     # this kernel took it, 13,879,252 -> 13,752,944 for the model); person_detect's 8 over one channel: 414
     # against 261.
-    word_cost = 15 * blocks - (9 if row_bytes % 4 == 1 else 0)
+    word_cost = 15 * blocks - 9 * conv_rows_tail(geom)
     rows_cost = 40 + geom.out_c // 4 * (geom.filter_h * (word_cost + 3) + 57)
     im2col_cost = 320 + 4.4 * geom.out_c * -(-geom.filter_h * row_bytes // 4)
     return blocks if rows_cost < im2col_cost else 0
 
 
-def pack_conv_rows(rows: np.ndarray, filter_h: int, blocks: int) -> np.ndarray:
+def pack_conv_rows(rows: np.ndarray, filter_h: int, blocks: int, tail: int) -> np.ndarray:
     """[out_c][filter_h * row bytes] int8 -> nn2c_conv_s8_rows' int16 filter: per group of 4 output channels,
     per filter row, per input word, per channel its weights w0 w2 w1 w3 (zero past the row's bytes); a last word
-    of one byte of the row (row_tail) as that byte's weight of each channel, in order."""
+    of one byte of the row (`tail`: conv_rows_tail) as that byte's weight of each channel, in order."""
     out_c = rows.shape[0]
     by_row = rows.reshape(out_c, filter_h, -1)
     padded = np.zeros((out_c, filter_h, 4 * blocks), dtype=np.int16)
     padded[:, :, :by_row.shape[2]] = by_row
     words = padded.reshape(out_c // 4, 4, filter_h, blocks, 4)[..., [0, 2, 1, 3]]
     per_word = np.ascontiguousarray(words.transpose(0, 2, 3, 1, 4))  # [groups][rows][blocks][4 channels][4]
-    if by_row.shape[2] % 4 != 1:
+    if not tail:
         return per_word.reshape(-1)
     full = per_word[:, :, :blocks - 1].reshape(out_c // 4, filter_h, -1)
-    tail = per_word[:, :, blocks - 1, :, 0]  # the last word's first byte: its weight w0 per channel
-    return np.concatenate([full, tail], axis=2).reshape(-1)
+    last = per_word[:, :, blocks - 1, :, 0]  # the last word's first byte: its weight w0 per channel
+    return np.concatenate([full, last], axis=2).reshape(-1)
 
 
 def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bias: Value | None, out: Value,
                real: list[float], act_min: int, act_max: int) -> bool:
-    """An int8 CONV_2D on nn2c_conv_s8_rows where conv_rows_blocks allows it; False otherwise."""
+    """An int8 CONV_2D on nn2c_conv_s8_rows where conv_rows_blocks allows it and its output stage fits doubled
+    records; False otherwise."""
+    blocks = conv_rows_blocks(ctx, geom)
+    if not blocks:
+        return False
     mantissas, shifts = quantize_multipliers(real)
     bias_data = None if bias is None else np.asarray(bias.data)
-    blocks = conv_rows_blocks(ctx, geom, doubled_records_fit(rows, bias_data, -zero_point(x), shifts, zero_point(out),
-                                                             act_min, act_max))
-    if not blocks:
+    if not doubled_records_fit(rows, bias_data, -zero_point(x), shifts, zero_point(out), act_min, act_max):
         return False
     folded = folded_bias(bias_data, rows, -zero_point(x), geom.out_c)
     records = ctx.const_array(doubled_records(folded, mantissas, shifts, zero_point(out)), "int32_t",
                               "output stage per group of 4 channels: 4 doubled biases, then per channel multiplier, "
                               "rounding with the output offset, shift")
-    packed = ctx.const_array(2 * pack_conv_rows(rows, geom.filter_h, blocks), "int16_t",
+    tail = conv_rows_tail(geom)
+    packed = ctx.const_array(2 * pack_conv_rows(rows, geom.filter_h, blocks, tail), "int16_t",
                              "filter per group of 4 channels, filter row, input word: w0 w2 w1 w3 as int16, doubled")
-    tail = int(geom.filter_w * geom.in_c % 4 == 1)
     params = ctx.params_struct("nn2c_conv_rows_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), "row_blocks": blocks, "row_tail": tail,
         "records": records,
@@ -770,9 +777,15 @@ def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarra
     pad = (0, -channels % group)
     r = np.pad(-shifts.astype(np.int64), pad, constant_values=1)
     biases = (2 if double_bias else 1) * np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
-    stage = np.stack([np.pad(multipliers.astype(np.int64), pad),
-                      np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r), r],
-                     axis=1).reshape(-1, 3 * group)
+    return _group_records(biases, group, [
+        np.pad(multipliers.astype(np.int64), pad),
+        np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r), r])
+
+
+def _group_records(biases: np.ndarray, group: int, words: list[np.ndarray]) -> np.ndarray:
+    """The records' layout (output_records, doubled_records) from per-channel arrays padded to whole groups: per
+    group of `group` channels their biases, then per channel its words, as int32."""
+    stage = np.stack(words, axis=1).reshape(-1, len(words) * group)
     return np.concatenate([biases.reshape(-1, group), stage], axis=1).reshape(-1).astype(np.int32)
 
 
@@ -785,13 +798,10 @@ def output_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray
     multiplier 0 and r = 2, whose outputs the kernels compute but do not store."""
     channels = multipliers.size
     pad = (0, -channels % group)
-    mult = np.pad(multipliers.astype(np.int64), pad)
     r = np.pad(-shifts.astype(np.int64), pad, constant_values=-OUTPUT_RECORD_SHIFTS[1])
-    biases = np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
-    stage = np.stack([mult, np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1),
-                      r - 1], axis=1).reshape(-1, 3 * group)
-    groups = np.concatenate([biases.reshape(-1, group), stage], axis=1)
-    return groups.reshape(-1).astype(np.int32)
+    return _group_records(np.pad(np.asarray(bias[:channels], dtype=np.int64), pad), group, [
+        np.pad(multipliers.astype(np.int64), pad),
+        np.left_shift(np.int64(1), r - 2) + int(output_offset) * np.left_shift(np.int64(1), r - 1), r - 1])
 
 
 def pack_dw_filter(taps_by_channel: np.ndarray, lanes: int) -> np.ndarray:
