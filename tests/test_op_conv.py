@@ -456,6 +456,28 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert weights.count("(dual)") == (0 if target == "cortex-m55" else 3)
 
 
+def test_a_convolution_with_a_shift_of_minus_one_keeps_its_dual_filter_in_qemu(tmp_path: Path):
+    """A shift of -1 (r = 1) takes the convolutions' doubled records; their dual filter must not be refused for it
+    (takes_dual once re-checked the earlier records' shift range). Bit-exact with TFLM in QEMU on the M4."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    case = Case((1, 6, 5, 16), 8, kernel=(1, 1), gain=120.0, input_zp=3, output_zp=-4)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model([(case, False)], "int8", _seed(case)))
+    weights = compile_model(path, CompileOptions(target="cortex-m4")).files["model_weights.c"]
+    body = re.search(r"output stage per group of 2[^\n]*\n[^{]*\{([^}]*)\}", weights)
+    assert body, weights[:400]
+    records = np.array(body.group(1).replace(",", " ").split(), dtype=np.int64).reshape(-1, 8)
+    assert 1 in records[:, [4, 7]], records  # r = 1 among the channels' shifts
+    assert "(dual)" in weights
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "qemu")
+    assert report.reference == "tflm" and report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("build", ["-O0", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM"])
 def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch, build: str, target: str):

@@ -202,16 +202,16 @@ def dual_fits(rows: np.ndarray, folded_bias: np.ndarray) -> bool:
     return bool(np.all(bound < DUAL_LIMIT))
 
 
-def takes_dual(ctx: EmitContext, rows: np.ndarray, folded_bias: np.ndarray, shifts: np.ndarray, act_min: int,
-               act_max: int) -> bool:
-    """Whether an Arm DSP matrix product whose kernel reads dual filters stores this [out_c, depth] filter dual:
-    its output stage from records (takes_records), dual_fits, and a block count of 4 inputs that is even or, padded
-    to pairs, at least 5 (the kernels' loops take two blocks a step, with no odd entry: a dual step is 13
-    instructions a block, the int8 layout's 15 with 5 a channel pair for its odd entry, so the padding pays from
-    5 blocks on; at --optimize size only where it adds no flash)."""
+def takes_dual(ctx: EmitContext, rows: np.ndarray, folded_bias: np.ndarray) -> bool:
+    """Whether an Arm DSP matrix product whose kernel reads dual filters, and whose output stage is records (the
+    caller's test: the doubled ones of a convolution, takes_records for a FULLY_CONNECTED), stores this [out_c,
+    depth] filter dual: dual_fits, and a block count of 4 inputs that is even or, padded to pairs, at least 5 (the
+    kernels' loops take two blocks a step, with no odd entry: a dual step is 13 instructions a block, the int8
+    layout's 15 with 5 a channel pair for its odd entry, so the padding pays from 5 blocks on; at --optimize size
+    only where it adds no flash)."""
     blocks = -(-rows.shape[1] // 4)
-    return (simd_layout(ctx) == (2, 4) and takes_records(shifts, act_min, act_max)
-            and (blocks % 2 == 0 or (blocks >= 5 and ctx.optimize != "size")) and dual_fits(rows, folded_bias))
+    return (simd_layout(ctx) == (2, 4) and (blocks % 2 == 0 or (blocks >= 5 and ctx.optimize != "size"))
+            and dual_fits(rows, folded_bias))
 
 
 def pack_dual_filter(rows: np.ndarray) -> np.ndarray:
@@ -319,7 +319,7 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     else:
         records = records and group == 2 and takes_records(shifts, act_min, act_max)
     record_bias = folded
-    dual = dual and records and takes_dual(ctx, rows, folded, shifts, act_min, act_max)
+    dual = dual and records and takes_dual(ctx, rows, folded)
     if dual:
         packed = ctx.const_array(pack_dual_filter(rows), "int8_t",
                                  "filter, channel pairs as int16 halves A + 256 B, 2x4 blocks (dual)")

@@ -29,6 +29,7 @@ from nn2c.codegen.ops.conv import (
     pack_rows,
     simd_layout,
     takes_dual,
+    takes_records,
 )
 from nn2c.codegen.ops.sparse import PACKED_VARIANT, sparse_candidate, sparse_fields, sparse_plan
 from nn2c.errors import InvalidModelError
@@ -50,8 +51,8 @@ def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_
     out_c, depth = w.type.shape[0], w.type.shape[-1]
     rows = np.asarray(w.data, dtype=np.int8).reshape(out_c, depth)
     mantissas, shifts = quantize_multipliers(real)
-    if wide and dual_candidate(ctx, batches, depth, out_c) and takes_dual(ctx, rows, folded_bias(
-            None if bias is None else np.asarray(bias.data), rows, -zero_point(x), out_c), shifts, act_min, act_max):
+    if wide and dual_candidate(ctx, batches, depth, out_c) and takes_records(shifts, act_min, act_max) and takes_dual(
+            ctx, rows, folded_bias(None if bias is None else np.asarray(bias.data), rows, -zero_point(x), out_c)):
         # the balanced kernel's dual filter: as fast as the int16 rows (17 instructions per 16 MACs) with
         # less around them, in the int8 flash (ad01_int8 at speed on the M4 in QEMU: 319,985 against 344,176
         # with the rows)
