@@ -473,3 +473,30 @@ def test_spans_left_unweighed_never_hold_a_lower_ram(model, schedule, monkeypatc
     everything = compile_model(path, options)
     assert weighed[0] < weighed[1]  # spans were left out
     assert chosen.arena_bytes <= everything.arena_bytes
+
+
+@pytest.mark.parametrize("optimize", ["balanced", "speed"])
+def test_chains_run_from_a_table_sanitizer_clean(optimize, tmp_path):
+    """person_detect's row groups are chains (each member reads the one before): at balanced and size they
+    run through nn2c_row_chain (kernels/nn2c_rows.c: a table of the members' row facts, one function of
+    the model's for their calls), at speed the loop is written out. Both are bit-exact with TFLM under
+    ASan + UBSan on all-min / all-max and seeded inputs, with the Cortex-M4 lowering built for the host."""
+    from nn2c.codegen.stream import is_chain
+    from nn2c.verify.build import build, run
+    from nn2c.verify.oracle import run_tflm
+    from tests.c_safety import SANITIZE_FLAGS, extreme_records
+    from tests.oracle_check import assert_records_match
+
+    path = model_path("tflite_micro/person_detect.tflite")
+    result = compile_model(path, CompileOptions(target="cortex-m4", optimize=optimize))
+    chains = [g for g in result.schedule.fusion.groups if is_chain(g)]
+    assert len(chains) >= 2, [g.name for g in result.schedule.fusion.groups]
+    source = result.files["person_detect.c"]
+    assert source.count("nn2c_row_chain(") == (len(chains) if optimize == "balanced" else 0)
+    assert ("while (done" in source) == (optimize == "speed")
+    exe = build(result.write(tmp_path / "asan"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    rng = np.random.default_rng(11)
+    seeded = [rng.integers(-128, 128, v.type.shape).astype(np.int8) for v in result.graph.inputs]
+    records = [*extreme_records(result.graph), seeded]
+    assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
+                         run_tflm(path, records, len(result.graph.outputs)))

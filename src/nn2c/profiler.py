@@ -182,7 +182,7 @@ def profile(model: str | Path | Graph, target: str | None = None, board: str | B
     name = c_identifier(options.name or (Path(str(model)).stem if not isinstance(model, Graph) else graph.name))
     optimise_stage(graph, options, step)
     lowered, order, step_codes, arena = plan_stages(graph, name, options, step)
-    statements = [code.statements for code in step_codes]
+    statements = [code.statements + code.definitions for code in step_codes]
     weights = used_weights(lowered.ctx.weights, used_params(lowered.ctx.params, statements), statements)
     step("predicting instructions (cost model)")
     member_codes = {id(code.node): code for code in lowered.ctx.code}

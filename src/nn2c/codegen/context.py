@@ -62,6 +62,8 @@ class NodeCode:
     aliases: dict[int, Value] = field(default_factory=dict)  # id(output) -> input it shares memory with
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (function, args) of each call
     inner: list[NodeCode] = field(default_factory=list)  # a run-time WHILE: its condition's and body's code
+    # file-scope C the statements call (a row chain's member calls), placeholders bound as the statements'
+    definitions: list[str] = field(default_factory=list)
     # a path of its kernel that costs differently from the usual one, for the cost model's key (nn2c.profiler)
     variant: str = ""
 

@@ -33,6 +33,8 @@ OPTIONAL_PATHS: dict[str, str] = {
                                    f"(nn2c_conv_s8_rows), rows of {n} input word{'s' if n > 1 else ''}"
                                    + (", the last one byte" if tail else "")
        for n in range(1, 5) for tail in ("", "_BYTE")},
+    "POOL_LANES": "int8 AVERAGE_POOL_2D in SIMD lanes (Arm DSP: a depth of whole groups of 4 channels; Helium: "
+                  "any depth), windows of at most 256 pixels",
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "
                   "windows, other tap counts, a last partial group",
 }

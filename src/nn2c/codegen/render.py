@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -54,23 +55,33 @@ def bind_statements(values: list[Value], steps: list[NodeCode], arena: ArenaPlan
                     state_ident: dict[int, str] | None = None) -> list[list[str]]:
     """Each step's statements with the placeholders bound to addresses in the byte array `base` (the
     model's arena, or a WHILE's scratch: the placeholders that binding writes are its own, bound next)."""
-    bound = []
-    for step, code in enumerate(steps):
-
-        def address(match: re.Match[str], step: int = step) -> str:
-            kind, index = match.group(1), int(match.group(2))
-            if kind == "s":
-                return f"(void *)&{base}[{arena.scratch_offset(step, index)}]"
-            value = values[index]
-            if value.is_variable and state_ident is not None:
-                return state_ident[id(value)]
-            return f"({c_type(value.type.dtype)} *)&{base}[{arena.offset(value, step)}]"
-
-        bound.append([_PLACEHOLDER.sub(address, s) for s in code.statements])
+    bound = [[_PLACEHOLDER.sub(_binder(values, arena, base, step, state_ident), s) for s in code.statements]
+             for step, code in enumerate(steps)]
     for move in arena.moves:  # an in-place chain's tensor back where the next steps want it
         bound[move.step].append(f"nn2c_move(&{base}[{move.target}], &{base}[{move.source}], {move.size}); "
                                 f"{RELOCATION_COMMENT}")
     return bound
+
+
+def bind_definitions(values: list[Value], steps: list[NodeCode], arena: ArenaPlan, base: str,
+                     state_ident: dict[int, str] | None = None) -> list[list[str]]:
+    """Each step's file-scope definitions (NodeCode.definitions), bound as its statements are."""
+    return [[_PLACEHOLDER.sub(_binder(values, arena, base, step, state_ident), s) for s in code.definitions]
+            for step, code in enumerate(steps)]
+
+
+def _binder(values: list[Value], arena: ArenaPlan, base: str, step: int,
+            state_ident: dict[int, str] | None) -> Callable[[re.Match[str]], str]:
+    def address(match: re.Match[str]) -> str:
+        kind, index = match.group(1), int(match.group(2))
+        if kind == "s":
+            return f"(void *)&{base}[{arena.scratch_offset(step, index)}]"
+        value = values[index]
+        if value.is_variable and state_ident is not None:
+            return state_ident[id(value)]
+        return f"({c_type(value.type.dtype)} *)&{base}[{arena.offset(value, step)}]"
+
+    return address
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -159,6 +170,10 @@ class _SourceWriter:
         self.graph = lowered.graph
         self.steps = steps
         self.statements = _bind(lowered, steps, arena)
+        self.definitions = bind_definitions(lowered.ctx.values, steps, arena, f"{lowered.name}_arena",
+                                            lowered.state_ident)
+        # what each step's code names: its statements and the file-scope functions they call
+        self.named = [s + d for s, d in zip(self.statements, self.definitions, strict=True)]
         self.arena = arena
         self.plan = arena.plan
         self.source_name = source_name
@@ -254,12 +269,16 @@ class _SourceWriter:
         if graph.variables():
             w.line(f"static int {name}_state_ready;")
         w.line()
-        for params in used_params(self.lowered.ctx.params, self.statements):
+        for params in used_params(self.lowered.ctx.params, self.named):
             w.line(f"static const {params.ctype} {params.ident} = {{")
             for key, val in params.fields.items():
                 w.line(f"    .{key} = {format_field(val)},")
             w.line("};")
         w.line()
+        for definitions in self.definitions:
+            if definitions:
+                w.lines(definitions)
+                w.line()
         self._io_functions(w)
         with w.block(f"void {name}_reset(void)"):
             for value in graph.variables():
@@ -392,8 +411,8 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
     steps = lowered.code_in(graph.nodes) if steps is None else steps
     writer = _SourceWriter(lowered, steps, arena, source_name)
     kernels = sorted(lowered.ctx.kernels)
-    params = used_params(lowered.ctx.params, writer.statements)
-    weights = used_weights(lowered.ctx.weights, params, writer.statements)
+    params = used_params(lowered.ctx.params, writer.named)
+    weights = used_weights(lowered.ctx.weights, params, writer.named)
     files = {
         f"{name}.h": writer.header(),
         f"{name}.c": writer.source(),

@@ -294,6 +294,8 @@ class RowGroup:
 
 def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     """The C block of a row group (placeholders bound later by the renderer, like any step's)."""
+    if is_chain(group) and ctx.optimize != "speed":  # (--optimize speed: the loop written out, no calls)
+        return chain_code(group, ctx)
     ops, members, sim = group.ops, group.members, group.sim
     n = len(ops)
     windows = len(group.window_bytes)
@@ -456,6 +458,77 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     lines += ["    " + s for s in body] + ["}"]
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
     code.statements = lines
+    code.scratch = group.scratch
+    return code
+
+
+def is_chain(group: RowGroup) -> bool:
+    """Whether the group's loop can run from a table (nn2c_row_chain, kernels/nn2c_rows.h): convolutions
+    and poolings, member 0 reading a tensor from outside the group, each later member the one before it
+    and each member read by the next alone; no column bands, feed or alias."""
+    if group.bands is not None or group.feed or group.alias is not None or len(group.ops) < 2:
+        return False
+    if any(op.kind not in _ROW_FIELDS or len(op.streamed) != 1 for op in group.ops):
+        return False
+    readers = consumers(group.members)
+    return group.members[0].reads[0][0] < 0 and all(
+        member.reads[0][0] == j - 1 for j, member in enumerate(group.members) if j > 0) and all(
+        [c for c, _ in readers[j]] == [j + 1] for j in range(len(group.ops) - 1))
+
+
+def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
+    """A chain's loop as one call of nn2c_row_chain: its members' row facts in a table, their kernel calls
+    in one function of the model's (`stage` picks the member), both at file scope. The same calls, rows and
+    window slides as group_code's written-out loop, in about a quarter of its code."""
+    ops, members, sim = group.ops, group.members, group.sim
+    n = len(ops)
+    region = len(group.window_bytes)  # the scratch index of the kernels' shared region
+    name = f"{ctx.prefix}_rows{ctx.value_ids[id(ops[-1].output)]}"
+    step = steps(members, consumers(members), sim.block)
+    calls = [f"/* {group.name}: the calls of each member (nn2c_row_chain) */",
+             f"static void {name}(int32_t stage, void *in, int32_t in_h, int32_t out_h, int32_t pad_h, void *out) {{",
+             "    switch (stage) {"]
+    table = []
+    for j, op in enumerate(ops):
+        offsets: list[int] = group.kernel_scratch[j]
+
+        def shared(match: re.Match[str], offsets: list[int] = offsets) -> str:
+            return f"(void *)((uint8_t *)@s{region}@ + {offsets[int(match.group(1))]})"
+
+        args = [_SCRATCH.sub(shared, a) for a in op.args]
+        k, value, m = op.streamed[0]
+        args[0] = "&k"
+        args[k] = f"({c_type(value.type.dtype)} *)in"
+        args[op.output_arg] = f"({c_type(op.output.type.dtype)} *)out"
+        in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
+        calls += [f"    {'default' if j == n - 1 else f'case {j}'}: {{ /* {op.node.where()} */",
+                  f"        {op.params.ctype} k = {op.params.ident};",
+                  f"        k.{in_h} = in_h;",
+                  f"        k.{out_h} = out_h;",
+                  f"        k.{pad_h} = pad_h;",
+                  f"        {op.function}({', '.join(args)});",
+                  "        break;",
+                  "    }"]
+        window = "NULL" if j == n - 1 else f"(uint8_t *)@s{j}@"
+        capacity = 0 if j == n - 1 else sim.capacity[j]
+        row_bytes = op.row_elements * dtype_bytes(op.output.type.dtype)
+        table.append(f"    {{{window}, {capacity}, {row_bytes}, {members[j].out_rows}, {step[j]}, {m.in_rows}, "
+                     f"{m.span}, {m.stride}, {m.pad}}}, /* op {j} */")
+    calls += ["    }", "}"]
+    table = ["/* per member: window, its rows, bytes a row, output rows, rows per iteration, then its row map "
+             "(input rows, span, stride, pad) */",
+             f"static const nn2c_row_stage_t {name}_stages[{n}] = {{", *table, "};"]
+    k, source, _ = ops[0].streamed[0]
+    sink = ops[-1]
+    source_row_bytes = source.type.shape[2] * source.type.shape[3] * dtype_bytes(source.type.dtype)
+    ctx.use_kernel("rows")
+    code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
+    code.statements = [f"{{ /* {group.name}; {sim.block} row(s) of the last per iteration */",
+                       f"    int32_t rows[{3 * n}]; /* per member: rows done, the window's first row, rows needed */",
+                       f"    nn2c_row_chain({name}_stages, {n}, {sim.block}, (uint8_t *){ops[0].args[k]}, "
+                       f"{source_row_bytes}, (uint8_t *){sink.args[sink.output_arg]}, rows, {name});",
+                       "}"]
+    code.definitions = calls + table
     code.scratch = group.scratch
     return code
 

@@ -16,6 +16,11 @@
 #define NN2C_POOL_DSP 1
 #endif
 
+/* the optional path this build keeps (codegen/kernel_config.py: a model whose layers take it reads it) */
+#if !defined(NN2C_OMIT_POOL_LANES)
+const uint8_t nn2c_kernel_path_pool_lanes = 1;
+#endif
+
 /* The window of output (out_y, out_x) clipped to the input, as TFLite computes it. */
 typedef struct {
     int32_t in_y0, in_x0;  /* input coordinates of the window origin (may be negative) */
@@ -160,7 +165,7 @@ NN2C_INLINE void nn2c_avg_pool_s8_lanes(const nn2c_pool_params_t *p, const int8_
 #endif
 
 void nn2c_avg_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output) {
-#if defined(NN2C_POOL_MVE) || defined(NN2C_POOL_DSP)
+#if (defined(NN2C_POOL_MVE) || defined(NN2C_POOL_DSP)) && !defined(NN2C_OMIT_POOL_LANES) /* nn2c_config.h */
 #if defined(NN2C_POOL_MVE)
     const int32_t lanes = 8;
 #else

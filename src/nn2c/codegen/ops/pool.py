@@ -97,9 +97,20 @@ def pool_2d(node: Node, ctx: EmitContext) -> None:
         act_min, act_max = int_activation_range(ctx, activation, out)
         fields.update(act_min=act_min, act_max=act_max, act_min_f=0.0, act_max_f=0.0)
     ctx.use_kernel("pool")
+    if _takes_lanes(ctx, node, fields, dtype):
+        ctx.take_path("POOL_LANES")
     params = ctx.params_struct("nn2c_pool_params_t", fields)
     function = f"nn2c_{_POOL_KERNELS[node.op]}_{_SUFFIX[dtype]}"
     ctx.call(function, params, ctx.ptr(x), ctx.ptr(out))
+
+
+def _takes_lanes(ctx: EmitContext, node: Node, fields: dict[str, Any], dtype: str) -> bool:
+    """Whether nn2c_avg_pool_s8 runs this layer in SIMD lanes (kernels/nn2c_pool.c: its test, on the target's
+    SIMD family)."""
+    simd = ctx.target.simd
+    if node.op != "AVERAGE_POOL_2D" or dtype != "int8" or simd is None:
+        return False
+    return (simd == "mve" or fields["depth"] % 4 == 0) and fields["filter_h"] * fields["filter_w"] <= 256
 
 
 # ---- reductions -----------------------------------------------------------------------------------
