@@ -486,7 +486,8 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     name = f"{ctx.prefix}_rows{ctx.value_ids[id(ops[-1].output)]}"
     step = steps(members, consumers(members), sim.block)
     calls = [f"/* {group.name}: the calls of each member (nn2c_row_chain) */",
-             f"static void {name}(int32_t stage, void *in, int32_t in_h, int32_t out_h, int32_t pad_h, void *out) {{",
+             f"static void {name}(int32_t stage, void *params, void *in, int32_t in_h, int32_t out_h, int32_t pad_h,",
+             "    void *out) {",
              "    switch (stage) {"]
     table = []
     for j, op in enumerate(ops):
@@ -497,15 +498,15 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
 
         args = [_SCRATCH.sub(shared, a) for a in op.args]
         k, value, m = op.streamed[0]
-        args[0] = "&k"
+        args[0] = "k"
         args[k] = f"({c_type(value.type.dtype)} *)in"
         args[op.output_arg] = f"({c_type(op.output.type.dtype)} *)out"
         in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
         calls += [f"    {'default' if j == n - 1 else f'case {j}'}: {{ /* {op.node.where()} */",
-                  f"        {op.params.ctype} k = {op.params.ident};",
-                  f"        k.{in_h} = in_h;",
-                  f"        k.{out_h} = out_h;",
-                  f"        k.{pad_h} = pad_h;",
+                  f"        {op.params.ctype} *const k = ({op.params.ctype} *)params;",
+                  f"        k->{in_h} = in_h;",
+                  f"        k->{out_h} = out_h;",
+                  f"        k->{pad_h} = pad_h;",
                   f"        {op.function}({', '.join(args)});",
                   "        break;",
                   "    }"]
@@ -523,9 +524,12 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     source_row_bytes = source.type.shape[2] * source.type.shape[3] * dtype_bytes(source.type.dtype)
     ctx.use_kernel("rows")
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
+    copies = [f"    {op.params.ctype} k{j} = {op.params.ident};" for j, op in enumerate(ops)]
     code.statements = [f"{{ /* {group.name}; {sim.block} row(s) of the last per iteration */",
+                       *copies,
+                       f"    void *const params[{n}] = {{{', '.join(f'&k{j}' for j in range(n))}}};",
                        f"    int32_t rows[{3 * n}]; /* per member: rows done, the window's first row, rows needed */",
-                       f"    nn2c_row_chain({name}_stages, {n}, {sim.block}, (uint8_t *){ops[0].args[k]}, "
+                       f"    nn2c_row_chain({name}_stages, {n}, {sim.block}, params, (uint8_t *){ops[0].args[k]}, "
                        f"{source_row_bytes}, (uint8_t *){sink.args[sink.output_arg]}, rows, {name});",
                        "}"]
     code.definitions = calls + table

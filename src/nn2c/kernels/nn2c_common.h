@@ -97,38 +97,9 @@ NN2C_INLINE void nn2c_move_blocks32(nn2c_word_t **d, const nn2c_word_t **s, size
 }
 #endif
 
-/* memmove for the arena, forward (dst below src, or apart): every byte is read before a lower write can
- * reach it. The C library's memmove is a byte loop on newlib-nano (4 instructions a byte on a Cortex-M4);
- * arena buffers are 16-byte aligned, so whole words move here. A row chain's sliding windows move this way
- * only (nn2c_rows.c). */
-NN2C_INLINE void nn2c_move_forward(void *dst, const void *src, size_t n) {
-    uint8_t *d = (uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    const int aligned = ((((uintptr_t)d | (uintptr_t)s) & 3u) == 0u);
-    size_t blocks = aligned ? n / 16u : 0u;     /* 4 words each */
-    size_t words = aligned ? n / 4u % 4u : 0u;  /* then single words */
-    size_t bytes = n - 16u * blocks - 4u * words;
-    nn2c_word_t *dw = (nn2c_word_t *)dst;
-    const nn2c_word_t *sw = (const nn2c_word_t *)src;
-#if defined(NN2C_MOVE_LDM)
-    if (blocks >= 2) {
-        nn2c_move_blocks32(&dw, &sw, blocks / 2, 0);
-        blocks &= 1;
-    }
-#endif
-    for (; blocks > 0; --blocks, dw += 4, sw += 4) {
-        const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
-        dw[0] = a; dw[1] = b; dw[2] = c; dw[3] = e;
-        NN2C_LOOP_BARRIER();
-    }
-    for (; words > 0; --words) { *dw++ = *sw++; NN2C_LOOP_BARRIER(); }
-    d = (uint8_t *)dw;
-    s = (const uint8_t *)sw;
-    for (; bytes > 0; --bytes) { *d++ = *s++; NN2C_LOOP_BARRIER(); }
-}
-
-/* memmove for the arena: a relocated tensor or a row group's sliding window, forward or backward as the
- * overlap requires (nn2c_move_forward's words). */
+/* memmove for the arena: a relocated tensor or a row group's sliding window. The C library's
+ * memmove is a byte loop on newlib-nano (4 instructions a byte on a Cortex-M4); arena buffers are
+ * 16-byte aligned, so whole words move here, forward or backward as the overlap requires. */
 NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
@@ -139,8 +110,24 @@ NN2C_INLINE void nn2c_move(void *dst, const void *src, size_t n) {
     if (d == s || n == 0) {
         return;
     }
-    if (d < s) {
-        nn2c_move_forward(dst, src, n);
+    if (d < s) { /* forward: every byte is read before a lower write can reach it */
+        nn2c_word_t *dw = (nn2c_word_t *)dst;
+        const nn2c_word_t *sw = (const nn2c_word_t *)src;
+#if defined(NN2C_MOVE_LDM)
+        if (blocks >= 2) {
+            nn2c_move_blocks32(&dw, &sw, blocks / 2, 0);
+            blocks &= 1;
+        }
+#endif
+        for (; blocks > 0; --blocks, dw += 4, sw += 4) {
+            const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
+            dw[0] = a; dw[1] = b; dw[2] = c; dw[3] = e;
+            NN2C_LOOP_BARRIER();
+        }
+        for (; words > 0; --words) { *dw++ = *sw++; NN2C_LOOP_BARRIER(); }
+        d = (uint8_t *)dw;
+        s = (const uint8_t *)sw;
+        for (; bytes > 0; --bytes) { *d++ = *s++; NN2C_LOOP_BARRIER(); }
     } else { /* backward, from the top: the tail bytes first, then the words */
         nn2c_word_t *dw;
         const nn2c_word_t *sw;

@@ -1,7 +1,7 @@
 /* nn2c row chains: see nn2c_rows.h. */
 #include "nn2c_rows.h"
 
-void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, uint8_t *source,
+void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *const *params, uint8_t *source,
                     int32_t source_row_bytes, uint8_t *sink, int32_t *rows, nn2c_row_call_t call) {
     int32_t *const done = rows, *const first = rows + n, *const need = rows + 2 * n;
     const nn2c_row_stage_t *const last = &stages[n - 1];
@@ -38,8 +38,8 @@ void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, ui
                     const int32_t read = done[j + 1] < c->out_rows ? NN2C_MAX(0, done[j + 1] * c->stride - c->pad)
                                                                    : INT32_MAX;
                     const int32_t low = NN2C_MIN(done[j], read);
-                    nn2c_move_forward(s->window, s->window + (low - first[j]) * s->row_bytes,
-                                      (size_t)(done[j] - low) * (size_t)s->row_bytes);
+                    nn2c_move(s->window, s->window + (low - first[j]) * s->row_bytes,
+                              (size_t)(done[j] - low) * (size_t)s->row_bytes);
                     first[j] = low;
                 }
                 out = s->window + (done[j] - first[j]) * s->row_bytes;
@@ -50,7 +50,7 @@ void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, ui
             const int32_t in_h = NN2C_MIN(s->in_rows, (upto - 1) * s->stride - s->pad + s->span) - lo;
             uint8_t *const in = j > 0 ? stages[j - 1].window + (lo - first[j - 1]) * stages[j - 1].row_bytes
                                       : source + lo * source_row_bytes;
-            call(j, in, in_h, upto - done[j], lo - (done[j] * s->stride - s->pad), out);
+            call(j, params[j], in, in_h, upto - done[j], lo - (done[j] * s->stride - s->pad), out);
             done[j] = upto;
         }
     }

@@ -27,12 +27,14 @@ typedef struct {
 } nn2c_row_stage_t;
 
 /* run member `stage` on input rows starting at `in` (in_h rows, pad_h rows of padding above them), making
- * out_h rows at `out` */
-typedef void (*nn2c_row_call_t)(int32_t stage, void *in, int32_t in_h, int32_t out_h, int32_t pad_h, void *out);
+ * out_h rows at `out`; params: the member's copy of its parameter struct, whose row fields the call sets */
+typedef void (*nn2c_row_call_t)(int32_t stage, void *params, void *in, int32_t in_h, int32_t out_h, int32_t pad_h,
+                                void *out);
 
-/* n members (n >= 2); source: the outside tensor member 0 reads (source_row_bytes a row); sink: the last
- * member's output; rows: 3 n int32 of workspace (rows done, first row of the window, rows needed). */
-void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, uint8_t *source,
+/* n members (n >= 2); params: their parameter struct copies, live through the loop; source: the outside
+ * tensor member 0 reads (source_row_bytes a row); sink: the last member's output; rows: 3 n int32 of
+ * workspace (rows done, first row of the window, rows needed). */
+void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *const *params, uint8_t *source,
                     int32_t source_row_bytes, uint8_t *sink, int32_t *rows, nn2c_row_call_t call);
 
 #endif /* NN2C_ROWS_H */
