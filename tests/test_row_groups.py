@@ -500,3 +500,56 @@ def test_chains_run_from_a_table_sanitizer_clean(optimize, tmp_path):
     records = [*extreme_records(result.graph), seeded]
     assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
                          run_tflm(path, records, len(result.graph.outputs)))
+
+
+def _random_chain(seed: int) -> bytes:
+    """A seeded chain, each layer reading the one before: a CONV_2D widening the input to 16-32 channels, 1-4
+    random layers (DEPTHWISE_CONV_2D or CONV_2D 1x1 / 3x3 / 5x5, MAX / AVERAGE_POOL_2D; stride 1 or 2;
+    SAME or VALID), a 1x1 CONV_2D narrowing to 4-8 channels, over a map of 16-40 rows: the wide maps in
+    the middle are the peak, which --schedule min-ram streams by rows."""
+    net = Net(seed)
+    rng = net.rng
+    x = h = net.input((1, int(rng.integers(16, 41)), int(rng.integers(8, 25)), int(rng.choice([1, 3, 4, 8]))))
+    net.zero_point[x[0]] = -3  # (the input's, which a pooling keeps)
+    h = net.conv(h, int(rng.choice([16, 24, 32])), int(rng.choice([1, 3])), int(rng.choice([1, 2])))
+    for _ in range(int(rng.integers(1, 5))):
+        rows, cols = h[1][1], h[1][2]
+        kind = str(rng.choice(["conv", "dw", "dw", "pool"]))
+        k = int(rng.choice([1, 3, 5]))
+        stride = int(rng.choice([1, 1, 2]))
+        padding = str(rng.choice(["SAME", "VALID"]))
+        if min(rows, cols) < k + 2 * stride:
+            continue
+        if kind == "pool":
+            zero_point = net.zero_point.get(h[0], 2)
+            h = net.pool(h, max(k, 2), stride, str(rng.choice(["MAX_POOL_2D", "AVERAGE_POOL_2D"])), padding)
+            net.zero_point[h[0]] = zero_point
+            continue
+        h = net.conv(h, h[1][3], k, stride, padding, depthwise=kind == "dw")
+    h = net.conv(h, int(rng.choice([4, 8])), 1, activation="NONE")
+    return net.build(x, h)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])  # (seeds 2 and 13 do not stream)
+def test_random_chains_match_tflm_sanitizer_clean(seed, tmp_path):
+    """Seeded random chains under --schedule min-ram, the Cortex-M4 lowering built for the host with ASan +
+    UBSan: their row groups are chains, each run through nn2c_row_chain, and the outputs equal TFLM's on
+    all-min, all-max and seeded inputs."""
+    from nn2c.codegen.stream import is_chain
+    from nn2c.verify.build import build, run
+    from nn2c.verify.oracle import run_tflm
+    from tests.c_safety import SANITIZE_FLAGS, extreme_records
+    from tests.oracle_check import assert_records_match
+
+    path = tmp_path / f"chain{seed}.tflite"
+    path.write_bytes(_random_chain(1000 + seed))
+    result = compile_model(path, CompileOptions(target="cortex-m4", schedule="min-ram"))
+    groups = result.schedule.fusion.groups if result.schedule.fusion is not None else []
+    chains = [g for g in groups if is_chain(g)]
+    assert chains and result.files[f"chain{seed}.c"].count("nn2c_row_chain(") == len(chains)
+    exe = build(result.write(tmp_path / "out"), tmp_path / "runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    rng = np.random.default_rng(seed)
+    seeded = [rng.integers(-128, 128, v.type.shape).astype(np.int8) for v in result.graph.inputs]
+    records = [*extreme_records(result.graph), seeded]
+    assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
+                         run_tflm(path, records, len(result.graph.outputs)))
