@@ -10,6 +10,7 @@ TFLM on seeded inputs.
 
 from __future__ import annotations
 
+import shutil
 from math import sqrt
 
 import numpy as np
@@ -531,16 +532,18 @@ def _random_chain(seed: int) -> bytes:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])  # (seeds 2 and 13 do not stream)
-def test_random_chains_match_tflm_sanitizer_clean(seed, tmp_path):
+def test_random_chains_match_tflm_sanitizer_clean(seed, monkeypatch, tmp_path):
     """Seeded random chains under --schedule min-ram, the Cortex-M4 lowering built for the host with ASan +
-    UBSan: their row groups are chains, each run through nn2c_row_chain, and the outputs equal TFLM's on
-    all-min, all-max and seeded inputs."""
+    UBSan: their row groups are chains, each run through nn2c_row_chain (tables taken whatever the member
+    count), and the outputs equal TFLM's on all-min, all-max and seeded inputs."""
+    import nn2c.codegen.stream as stream
     from nn2c.codegen.stream import is_chain
     from nn2c.verify.build import build, run
     from nn2c.verify.oracle import run_tflm
     from tests.c_safety import SANITIZE_FLAGS, extreme_records
     from tests.oracle_check import assert_records_match
 
+    monkeypatch.setattr(stream, "TABLE_MIN_MEMBERS", 1)
     path = tmp_path / f"chain{seed}.tflite"
     path.write_bytes(_random_chain(1000 + seed))
     result = compile_model(path, CompileOptions(target="cortex-m4", schedule="min-ram"))
@@ -553,3 +556,35 @@ def test_random_chains_match_tflm_sanitizer_clean(seed, tmp_path):
     records = [*extreme_records(result.graph), seeded]
     assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
                          run_tflm(path, records, len(result.graph.outputs)))
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                    reason="SKIPPED LOUDLY: arm-none-eabi-gcc not installed; CI installs gcc-arm-none-eabi")
+def test_chain_tables_only_where_they_save_code(monkeypatch, tmp_path):
+    """The tables cost nn2c_row_chain's one copy and save the written-out loop of each member: person_detect's
+    13 chain members take them and its Cortex-M4 code shrinks by over 1 KB; vww_96_int8's one chain of 2
+    members keeps its loop written out, which is smaller (chain_tables' threshold)."""
+    import nn2c.codegen.stream as stream
+    from nn2c.targets.cortexm_build import build_image
+    from nn2c.targets.cortexm_footprint import image_footprint
+
+    def code(model: str, tables: bool) -> tuple[int, int]:
+        monkeypatch.setattr(stream, "TABLE_MIN_MEMBERS", 1 if tables else 10**6)
+        result = compile_model(model_path(model), CompileOptions(target="cortex-m4"))
+        folder = result.write(tmp_path / f"{result.name}_{tables}")
+        record = bytes(sum(v.type.num_bytes for v in result.graph.inputs))
+        image = build_image(folder, result.name, [record], "cortex-m4", tmp_path / f"build_{result.name}_{tables}",
+                            large_memory=True)
+        return (image_footprint(image.map_file, result.name, image.model_objects).flash_code,
+                result.files[f"{result.name}.c"].count("nn2c_row_chain("))
+
+    for model, members in (("tflite_micro/person_detect.tflite", 13), ("mlcommons_tiny/vww_96_int8.tflite", 2)):
+        result = compile_model(model_path(model), CompileOptions(target="cortex-m4"))
+        assert sum(len(g.ops) for g in result.schedule.fusion.groups if stream.is_chain(g)) == members
+        taken = result.files[f"{result.name}.c"].count("nn2c_row_chain(") > 0
+        assert taken == (members >= stream.TABLE_MIN_MEMBERS)
+    (person_on, calls_on), (person_off, calls_off) = code("tflite_micro/person_detect.tflite", True), \
+        code("tflite_micro/person_detect.tflite", False)
+    assert (calls_on, calls_off) == (3, 0) and person_on < person_off - 1000, (person_on, person_off)
+    vww_on, vww_off = code("mlcommons_tiny/vww_96_int8.tflite", True), code("mlcommons_tiny/vww_96_int8.tflite", False)
+    assert vww_on[1] == 1 and vww_on[0] > vww_off[0], (vww_on, vww_off)

@@ -23,7 +23,7 @@ from nn2c.codegen.context import NodeCode
 from nn2c.codegen.lower import LoweredModel, lower
 from nn2c.codegen.package import library_files
 from nn2c.codegen.render import render
-from nn2c.codegen.stream import RowGroup, group_code
+from nn2c.codegen.stream import RowGroup, chain_tables, group_code
 from nn2c.errors import BudgetExceededError, InvalidModelError, UsageError
 from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
 from nn2c.ir import Graph, verify
@@ -194,7 +194,9 @@ def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,
     choice = choose_steps(graph, codes, lowered.ctx, lowered.aliases, options.schedule, budget, inplace,
                           planner=options.planner)
     by_node = {id(c.node): c for c in codes}
-    step_codes = [group_code(s, lowered.ctx) if isinstance(s, RowGroup) else by_node[id(s)] for s in choice.steps]
+    tables = chain_tables([s for s in choice.steps if isinstance(s, RowGroup)], lowered.ctx)
+    step_codes = [group_code(s, lowered.ctx, tables) if isinstance(s, RowGroup) else by_node[id(s)]
+                  for s in choice.steps]
     return replace(order, steps=tuple(choice.steps), fusion=choice), step_codes
 
 

@@ -292,9 +292,10 @@ class RowGroup:
                 + ([self.sums_bytes] if self.sums_bytes else []))
 
 
-def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
-    """The C block of a row group (placeholders bound later by the renderer, like any step's)."""
-    if is_chain(group) and ctx.optimize != "speed":  # (--optimize speed: the loop written out, no calls)
+def group_code(group: RowGroup, ctx: EmitContext, tables: bool = False) -> NodeCode:
+    """The C block of a row group (placeholders bound later by the renderer, like any step's); a chain's
+    loop from a table where `tables` (chain_tables)."""
+    if tables and is_chain(group):
         return chain_code(group, ctx)
     ops, members, sim = group.ops, group.members, group.sim
     n = len(ops)
@@ -460,6 +461,19 @@ def group_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     code.statements = lines
     code.scratch = group.scratch
     return code
+
+
+# Cortex-M4 code with and without the tables (arm-none-eabi-gcc -O2, the bench image's model code): +568 B for vww_96_int8's
+# one chain of 2 members, +424 B for tinyengine/mcunetv2_large's, -1,388 B for person_detect's 13 members in
+# three chains: some 180 B saved per member against some 900 B for nn2c_row_chain and the tables' fixed costs.
+TABLE_MIN_MEMBERS = 6
+
+
+def chain_tables(groups: list[RowGroup], ctx: EmitContext) -> bool:
+    """Whether the model's chains run from tables (nn2c_row_chain): not at --optimize speed, which keeps
+    every loop written out (no calls through the table), and only where they save code."""
+    members = sum(len(g.ops) for g in groups if is_chain(g))
+    return ctx.optimize != "speed" and members >= TABLE_MIN_MEMBERS
 
 
 def is_chain(group: RowGroup) -> bool:
@@ -646,4 +660,4 @@ def member_of(op: StreamOp, sources: dict[int, int]) -> Member:
     return Member(op.rows, row_bytes, reads, elementwise=op.kind in ("bcast", "count"))
 
 
-__all__ = ["ROW_KERNELS", "RowGroup", "StreamOp", "group_code", "member_of", "stream_op"]
+__all__ = ["ROW_KERNELS", "RowGroup", "StreamOp", "chain_tables", "group_code", "member_of", "stream_op"]
