@@ -17,6 +17,8 @@ CONFIG_HEADER = "nn2c_config.h"
 # path -> what takes it; a kernel source guards the path's code with `#if !defined(NN2C_OMIT_<path>)`
 OPTIONAL_PATHS: dict[str, str] = {
     "DSP_DW_ARRAYS": "Arm DSP depthwise output stage from four per-channel arrays (not records)",
+    "DSP_DW_PARTIAL": "Arm DSP depthwise from records over a channel count that is not a multiple of 4: its last "
+                      "1-3 channels byte by byte",
     "DSP_GEMM_ARRAYS": "Arm DSP convolution output stage from per-channel arrays (not records)",
     "DSP_IM2COL": "Arm DSP convolution windows copied (im2col: neither 1x1 nor rows of whole words)",
     "DSP_EXPAND_WINDOW": "Arm DSP convolution windows expanded from the image (rows of whole words)",

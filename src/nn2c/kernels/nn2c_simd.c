@@ -17,6 +17,9 @@
 #if !defined(NN2C_OMIT_DSP_DW_ARRAYS)
 const uint8_t nn2c_kernel_path_dsp_dw_arrays = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_DW_PARTIAL)
+const uint8_t nn2c_kernel_path_dsp_dw_partial = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS)
 const uint8_t nn2c_kernel_path_dsp_gemm_arrays = 1;
 #endif
@@ -2544,6 +2547,7 @@ NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const int16_t *w16, uintptr_t base, 
     return (int32_t)sum;
 }
 
+#if !defined(NN2C_OMIT_DSP_DW_PARTIAL) /* nn2c_config.h: some depthwise layer from records has C % 4 != 0 */
 /* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
  * 4). */
 static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, uintptr_t base, const intptr_t *taps,
@@ -2553,6 +2557,7 @@ static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, 
                                                      rec + 4 + 3 * j);
     }
 }
+#endif
 
 /* The channels of one pixel whose output stage is doubled records (the codegen's test; padded to whole groups
  * of 4); one copy of its code for nn2c_dw_pixel and nn2c_dw_run_records. */
@@ -2578,9 +2583,11 @@ __attribute__((noinline)) static void nn2c_dw_pixel_records(const nn2c_dw_simd_p
             nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
         }
     }
+#if !defined(NN2C_OMIT_DSP_DW_PARTIAL)
     if (C & 3) { /* the last 1-3 channels (a pruned layer's), byte by byte */
         nn2c_dsp_dw_partial_records(rec, (const int16_t *)(const void *)wp, base, taps, n_taps, end, C & 3);
     }
+#endif
 }
 
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,

@@ -702,6 +702,8 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         records = ctx.const_array(doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out)), "int32_t",
                                   "depthwise output stage per group of 4 channels: 4 doubled biases, then per "
                                   "channel multiplier, rounding with the output offset, shift")
+        if geom.out_c % 4:
+            ctx.take_path("DSP_DW_PARTIAL")
     else:
         idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
                   for k, v in per_channel.items()}
