@@ -589,3 +589,25 @@ def test_doubled_records_match_two_step():
         high = c + (-1 if doubled < 0 else 0)  # add, asr #31
         y = (high * 2**32 + doubled * m + 2**31) >> 32 >> r  # smmlar, asr
         assert y == _mbqm_reference(x, multiplier, shift) + offset, (x, multiplier, shift, offset)
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_a_dimension_above_16_bits_takes_the_wide_geometry(tmp_path: Path, target: str):
+    """Geometry fields are 16-bit (kernels/nn2c_conv.h) unless a dimension of the model is above 65,535: a 1-D
+    signal of 70,000 samples (a convolution and a depthwise one of 1x5 filters, stride 1 and 2) builds with
+    NN2C_WIDE_GEOMETRY and stays bit-exact with TFLM; a usual model keeps the 16-bit fields."""
+    from nn2c.codegen.kernel_config import CONFIG_HEADER, geometry_symbol
+    from nn2c.codegen.render import KERNEL_DIR
+
+    cases = [(Case((1, 1, 70_000, 2), 3, kernel=(1, 5), activation="RELU"), False),
+             (Case((1, 1, 70_000, 3), 1, kernel=(1, 5), stride=(1, 2), padding="VALID"), True)]
+    model = _quantized_model(cases, "int8", 7)
+    path = tmp_path / "wide.tflite"
+    path.write_bytes(model)
+    result = compile_model(path, CompileOptions(planner="greedy", target=target))
+    assert "#define NN2C_WIDE_GEOMETRY 1" in result.files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
+    assert geometry_symbol(True) in result.files["wide.c"]
+    _assert_matches(model, tmp_path, records=2, target=target)
+    usual = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions(target=target))
+    assert "NN2C_WIDE_GEOMETRY" not in usual.files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
+    assert geometry_symbol(False) in usual.files["kws_ref_model.c"]

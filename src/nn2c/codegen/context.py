@@ -82,6 +82,9 @@ class EmitContext:
         self.params: list[ParamsStruct] = []
         self.kernels: set[str] = set()
         self.paths: set[str] = set()  # optional kernel paths some layer takes (codegen/kernel_config.py)
+        # the convolution geometry (nn2c_conv_geom_t) some layer's parameters hold: None if none does, else
+        # whether it needs 32-bit fields (a dimension above GEOMETRY_MAX or a negative field)
+        self.wide_geometry: bool | None = None
         self.value_ids: dict[int, int] = {}
         self.values: list[Value] = []
         self.code: list[NodeCode] = []
@@ -182,6 +185,10 @@ class EmitContext:
         """An integer field out of its C type's range is an attribute or shape no kernel can take (a
         2^40 window or kernel size): one error naming the node, not C that fails -Werror=overflow."""
         for name, value in fields.items():
+            if name == "g":  # nn2c_conv_geom_t, written as its initializer
+                dims = [int(v) for v in _GEOMETRY_VALUE.findall(str(value))]
+                self.wide_geometry = bool(self.wide_geometry) or any(not 0 <= v <= GEOMETRY_MAX for v in dims)
+                value = dims
             if name in WIDE_FIELDS:
                 continue
             for v in _integers(value):
@@ -218,6 +225,11 @@ class EmitContext:
 # params-struct fields declared wider than int32_t in kernels/*.h: the int64_t rounding constants
 # of the SIMD requantization and the uint32_t Q-format factors of the Signal spectral subtraction;
 # every other integer field is int32_t or narrower (tests/test_onnx_sanitize.py checks the headers)
+# nn2c_conv_geom_t's 16-bit fields (kernels/nn2c_conv.h) hold 0..GEOMETRY_MAX; a model with a dimension beyond
+# is built with 32-bit ones (NN2C_WIDE_GEOMETRY)
+GEOMETRY_MAX = 65_535
+_GEOMETRY_VALUE = re.compile(r"\.\w+ = (-?\d+)")
+
 WIDE_FIELDS = frozenset({"rounding", "smoothing", "one_minus_smoothing", "alternate_smoothing",
                          "alternate_one_minus_smoothing", "min_signal_remaining"})
 

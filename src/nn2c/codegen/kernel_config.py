@@ -48,8 +48,15 @@ def path_symbol(path: str) -> str:
     return f"nn2c_kernel_path_{path.lower()}"
 
 
-def config_header(taken: set[str]) -> str:
-    """nn2c_config.h for a model whose layers take the paths `taken` (keys of OPTIONAL_PATHS)."""
+def geometry_symbol(wide: bool) -> str:
+    """The symbol kernels/nn2c_conv.c defines for its geometry's width; a model whose layers hold a geometry
+    reads the one of its own width, so that linking with kernels built for the other fails and names it."""
+    return f"nn2c_kernel_geometry_{'wide' if wide else 'narrow'}"
+
+
+def config_header(taken: set[str], wide_geometry: bool = False) -> str:
+    """nn2c_config.h for a model whose layers take the paths `taken` (keys of OPTIONAL_PATHS); wide_geometry:
+    32-bit convolution geometry fields (a dimension above 65,535: kernels/nn2c_conv.h)."""
     unknown = taken - OPTIONAL_PATHS.keys()
     assert not unknown, f"kernel paths without an entry in OPTIONAL_PATHS: {sorted(unknown)}"
     lines = [
@@ -61,5 +68,7 @@ def config_header(taken: set[str]) -> str:
     for path, what in OPTIONAL_PATHS.items():
         if path not in taken:
             lines.append(f"#define NN2C_OMIT_{path} 1 /* no layer takes it: {what} */")
+    if wide_geometry:
+        lines.append("#define NN2C_WIDE_GEOMETRY 1 /* a convolution's dimension is above 65,535: 32-bit geometry */")
     lines += ["#endif", ""]
     return "\n".join(lines)

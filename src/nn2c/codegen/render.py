@@ -16,7 +16,7 @@ from nn2c.codegen.cnames import c_comment, c_float
 from nn2c.codegen.context import NodeCode, ParamsStruct, WeightArray, format_field
 from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
-from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header, path_symbol
+from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header, geometry_symbol, path_symbol
 from nn2c.codegen.lower import LoweredModel
 from nn2c.ir import Graph, Value, c_type
 from nn2c.memory.arena import DEBUG_GUARD, ArenaPlan, Move
@@ -251,11 +251,15 @@ class _SourceWriter:
         w.line(f'#include "{name}_weights.h"')
         w.line()
         paths = sorted(self.lowered.ctx.paths)
-        if paths:
-            w.line("/* optional kernel paths this model's layers take (nn2c_kernels/nn2c_config.h): read once an")
-            w.line(" * inference, so that linking with kernels built without one fails on its name */")
-            for path in paths:
-                w.line(f"extern const uint8_t {path_symbol(path)};")
+        symbols = [path_symbol(path) for path in paths]
+        if self.lowered.ctx.wide_geometry is not None:  # the convolution geometry's width (kernels/nn2c_conv.h)
+            symbols.append(geometry_symbol(self.lowered.ctx.wide_geometry))
+        if symbols:
+            w.line("/* optional kernel paths this model's layers take and the width of their geometry")
+            w.line(" * (nn2c_kernels/nn2c_config.h): read once an inference, so that linking with kernels built")
+            w.line(" * without one fails on its name */")
+            for symbol in symbols:
+                w.line(f"extern const uint8_t {symbol};")
             w.line()
         w.line(f"/* Tensor arena: {self.plan.arena_bytes} bytes, planned at compile time ({self.plan.planner}). */")
         w.line(f"static uint8_t {name}_arena[{max(self.arena.arena_bytes, 16)}] NN2C_ALIGNED(16);")
@@ -293,8 +297,8 @@ class _SourceWriter:
                 w.line("/* this model has no state */")
         w.line()
         with w.block(f"int {name}_invoke(void)"):
-            for path in paths:
-                w.line(f"(void)*(const volatile uint8_t *)&{path_symbol(path)};")
+            for symbol in symbols:
+                w.line(f"(void)*(const volatile uint8_t *)&{symbol};")
             if graph.variables():
                 with w.block(f"if (!{name}_state_ready)"):
                     w.line(f"{name}_reset();")
@@ -422,7 +426,7 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
         "nn2c_manifest.json": _manifest(name, graph, arena.plan, lowered.state_bytes),
     }
     files.update(_kernel_files(set(kernels)))
-    files[f"{KERNEL_DIR}/{CONFIG_HEADER}"] = config_header(lowered.ctx.paths)
+    files[f"{KERNEL_DIR}/{CONFIG_HEADER}"] = config_header(lowered.ctx.paths, bool(lowered.ctx.wide_geometry))
     weight_bytes = sum(a.data.nbytes for a in weights)
     return GeneratedCode(name, files, arena.plan, weight_bytes, lowered.state_bytes, arena.requests,
                          arena.honoured, arena.lower_bound_no_inplace, arena.buffers.buffer_of, arena.moves)

@@ -11,6 +11,14 @@
  */
 #include "nn2c_conv.h"
 
+/* The geometry's width this build has (nn2c_conv.h): a model reads the symbol of its own once an inference, so
+ * that linking it with kernels built for the other width fails, naming it. */
+#if defined(NN2C_WIDE_GEOMETRY)
+const uint8_t nn2c_kernel_geometry_wide = 1;
+#else
+const uint8_t nn2c_kernel_geometry_narrow = 1;
+#endif
+
 /* Filter taps [*first, *end) whose coordinate origin + dilation * tap lies in [0, size). */
 static void nn2c_conv_taps(int32_t origin, int32_t dilation, int32_t size, int32_t taps, int32_t *first,
                            int32_t *end) {

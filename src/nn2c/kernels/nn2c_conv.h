@@ -10,14 +10,24 @@
 #define NN2C_CONV_H
 #include "nn2c_common.h"
 
+/* A convolution's geometry: 16-bit fields (half the bytes of each layer's parameter struct: person_detect's 28
+ * convolutions' 840 B of flash), 32-bit where some dimension of the model is above 65,535 or a field is negative
+ * (nn2c_config.h: NN2C_WIDE_GEOMETRY, set by codegen/kernel_config.py). Fields are read as int, so the
+ * arithmetic is the same either way. */
+#if defined(NN2C_WIDE_GEOMETRY)
+typedef int32_t nn2c_dim_t;
+#else
+typedef uint16_t nn2c_dim_t;
+#endif
+
 typedef struct {
-    int32_t batches;
-    int32_t in_h, in_w, in_c;
-    int32_t out_h, out_w, out_c;
-    int32_t filter_h, filter_w;
-    int32_t stride_h, stride_w;
-    int32_t dilation_h, dilation_w;
-    int32_t pad_h, pad_w; /* top / left padding (TFLite ComputePaddingHeightWidth) */
+    nn2c_dim_t batches;
+    nn2c_dim_t in_h, in_w, in_c;
+    nn2c_dim_t out_h, out_w, out_c;
+    nn2c_dim_t filter_h, filter_w;
+    nn2c_dim_t stride_h, stride_w;
+    nn2c_dim_t dilation_h, dilation_w;
+    nn2c_dim_t pad_h, pad_w; /* top / left padding (TFLite ComputePaddingHeightWidth) */
 } nn2c_conv_geom_t;
 
 /* CONV_2D, int8 activations and weights (OHWI), int32 bias. */
