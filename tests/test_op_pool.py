@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nn2c.api import compile_model
+from nn2c.api import CompileOptions, compile_model
 from nn2c.errors import UnsupportedOpError
 from nn2c.frontends.tflite_frontend import load_tflite
 from nn2c.ir import Graph
@@ -92,6 +92,7 @@ CORTEX_M_AVG_CASES = [
     ((2, 8, 8, 13), (2, 2), (2, 2), "VALID", "RELU6"),  # channels in no whole group of 4
     ((1, 16, 16, 8), (16, 16), (1, 1), "VALID", "NONE"),  # 256 pixels: the most int16 lanes hold
     ((1, 17, 17, 8), (17, 17), (1, 1), "VALID", "NONE"),  # 289: the portable loop
+    ((2, 3, 3, 255), (3, 3), (1, 1), "VALID", "RELU6"),  # person_detect's global pool, 2 batches, clamped
 ]
 
 
@@ -125,6 +126,9 @@ def test_avg_pool_int8_in_qemu(target: str, opt: str, tmp_path: Path, monkeypatc
         pairs.append((x, y))
     path = tmp_path / "pools.tflite"
     path.write_bytes(b.build([x for x, _ in pairs], [y for _, y in pairs]))
+    # global pools outside the SIMD lanes (289 pixels; 255 channels on the DSP) run nn2c_avg_pool_s8_global
+    source = compile_model(path, CompileOptions(target=target)).files["pools.c"]
+    assert source.count("nn2c_avg_pool_s8_global(") == (2 if target == "cortex-m4" else 1)
     report = bench_model(path, target=target, count=3, seed=5, workdir=tmp_path / "qemu")
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert len(report.comparisons) == len(CORTEX_M_AVG_CASES)  # one per output

@@ -93,7 +93,8 @@ def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
     out = node.outputs[0]
     if kind == "accumulate":
         return _accumulating(code, ctx, function, args)
-    if function == "nn2c_avg_pool_s8" and _is_global(code, ctx):  # sums of the rows, averaged after the loop
+    if function in ("nn2c_avg_pool_s8", "nn2c_avg_pool_s8_global") and _is_global(code, ctx):
+        # sums of the rows, averaged after the loop
         return _averaging(code, ctx, function, args)
     if kind is None or len(out.type.shape) != 4 or out.type.shape[0] != 1 or out.type.num_elements == 0:
         return None
@@ -527,23 +528,23 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         window = "NULL" if j == n - 1 else f"(uint8_t *)@s{j}@"
         capacity = 0 if j == n - 1 else sim.capacity[j]
         row_bytes = op.row_elements * dtype_bytes(op.output.type.dtype)
-        table.append(f"    {{{window}, {capacity}, {row_bytes}, {members[j].out_rows}, {step[j]}, {m.in_rows}, "
-                     f"{m.span}, {m.stride}, {m.pad}}}, /* op {j} */")
+        table.append(f"    {{&{op.params.ident}, sizeof({op.params.ident}), {window}, {capacity}, {row_bytes}, "
+                     f"{members[j].out_rows}, {step[j]}, {m.in_rows}, {m.span}, {m.stride}, {m.pad}}}, /* op {j} */")
     calls += ["    }", "}"]
-    table = ["/* per member: window, its rows, bytes a row, output rows, rows per iteration, then its row map "
-             "(input rows, span, stride, pad) */",
+    table = ["/* per member: its parameters, their bytes, window, its rows, bytes a row, output rows, rows per "
+             "iteration, then its row map (input rows, span, stride, pad) */",
              f"static const nn2c_row_stage_t {name}_stages[{n}] = {{", *table, "};"]
     k, source, _ = ops[0].streamed[0]
     sink = ops[-1]
     source_row_bytes = source.type.shape[2] * source.type.shape[3] * dtype_bytes(source.type.dtype)
     ctx.use_kernel("rows")
     code = NodeCode(group)  # type: ignore[arg-type]  # a step, shaped like a node for the renderer
-    copies = [f"    {op.params.ctype} k{j} = {op.params.ident};" for j, op in enumerate(ops)]
+    sizes = " + ".join(f"NN2C_ROW_COPY_BYTES(sizeof({op.params.ctype}))" for op in ops)
     code.statements = [f"{{ /* {group.name}; {sim.block} row(s) of the last per iteration */",
-                       *copies,
-                       f"    void *const params[{n}] = {{{', '.join(f'&k{j}' for j in range(n))}}};",
-                       f"    int32_t rows[{3 * n}]; /* per member: rows done, the window's first row, rows needed */",
-                       f"    nn2c_row_chain({name}_stages, {n}, {sim.block}, params, (uint8_t *){ops[0].args[k]}, "
+                       f"    uint64_t copies[({sizes}) / 8]; /* the members' parameter copies */",
+                       f"    int32_t rows[{4 * n}]; /* per member: rows done, the window's first row, rows needed, "
+                       "its copy */",
+                       f"    nn2c_row_chain({name}_stages, {n}, {sim.block}, copies, (uint8_t *){ops[0].args[k]}, "
                        f"{source_row_bytes}, (uint8_t *){sink.args[sink.output_arg]}, rows, {name});",
                        "}"]
     code.definitions = calls + table

@@ -64,6 +64,13 @@ static nn2c_pool_window_t nn2c_pool_window(const nn2c_pool_params_t *p, int32_t 
         }                                                                                          \
     }
 
+/* TFLite's integer average of a window: the sum divided by its pixel count (> 0), rounded half away from
+ * zero, then clamped to the activation range. */
+NN2C_INLINE int32_t nn2c_pool_average(const nn2c_pool_params_t *p, int32_t sum, int32_t count) {
+    const int32_t acc = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+    return nn2c_clamp_i32(acc, p->act_min, p->act_max);
+}
+
 /* Max pooling for one element type; `LOWEST` starts the running maximum. */
 #define NN2C_MAX_POOL(TYPE, LOWEST, CLAMP)                                                         \
     for (int32_t b = 0; b < p->batches; ++b) {                                                     \
@@ -209,8 +216,20 @@ void nn2c_avg_pool_s8_sums(const int8_t *input, int32_t count, int32_t depth, in
 void nn2c_avg_pool_s8_finish(const nn2c_pool_params_t *p, const int32_t *sums, int8_t *output) {
     const int32_t count = p->filter_h * p->filter_w;
     for (int32_t c = 0; c < p->depth; ++c) {
-        const int32_t acc = sums[c] > 0 ? (sums[c] + count / 2) / count : (sums[c] - count / 2) / count;
-        output[c] = (int8_t)nn2c_clamp_i32(acc, p->act_min, p->act_max);
+        output[c] = (int8_t)nn2c_pool_average(p, sums[c], count);
+    }
+}
+
+void nn2c_avg_pool_s8_global(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output) {
+    const int32_t pixels = p->input_h * p->input_w, depth = p->depth;
+    for (int32_t b = 0; b < p->batches; ++b, input += pixels * depth, output += depth) {
+        for (int32_t c = 0; c < depth; ++c) {
+            int32_t sum = 0;
+            for (int32_t k = 0; k < pixels; ++k) {
+                sum += input[k * depth + c];
+            }
+            output[c] = (int8_t)nn2c_pool_average(p, sum, pixels);
+        }
     }
 }
 

@@ -25,6 +25,9 @@ void nn2c_avg_pool_f32(const nn2c_pool_params_t *p, const float *input, float *o
  * each sum by filter_h * filter_w as nn2c_avg_pool_s8 rounds it and clamps. */
 void nn2c_avg_pool_s8_sums(const int8_t *input, int32_t count, int32_t depth, int32_t *sums);
 void nn2c_avg_pool_s8_finish(const nn2c_pool_params_t *p, const int32_t *sums, int8_t *output);
+/* A global int8 AVERAGE_POOL_2D (its one window the whole input, no padding) channel by channel: the window
+ * arithmetic of nn2c_avg_pool_s8 left out (its code where no layer takes the SIMD lanes, POOL_LANES). */
+void nn2c_avg_pool_s8_global(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output);
 void nn2c_max_pool_s8(const nn2c_pool_params_t *p, const int8_t *input, int8_t *output);
 void nn2c_max_pool_s16(const nn2c_pool_params_t *p, const int16_t *input, int16_t *output);
 void nn2c_max_pool_f32(const nn2c_pool_params_t *p, const float *input, float *output);

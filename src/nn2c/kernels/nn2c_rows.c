@@ -1,13 +1,17 @@
 /* nn2c row chains: see nn2c_rows.h. */
 #include "nn2c_rows.h"
 
-void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *const *params, uint8_t *source,
+void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *copies, uint8_t *source,
                     int32_t source_row_bytes, uint8_t *sink, int32_t *rows, nn2c_row_call_t call) {
-    int32_t *const done = rows, *const first = rows + n, *const need = rows + 2 * n;
+    int32_t *const done = rows, *const first = rows + n, *const need = rows + 2 * n, *const at = rows + 3 * n;
     const nn2c_row_stage_t *const last = &stages[n - 1];
+    int32_t bytes = 0;
     for (int32_t j = 0; j < n; ++j) {
         done[j] = 0;
         first[j] = 0;
+        at[j] = bytes;
+        memcpy((uint8_t *)copies + bytes, stages[j].params, (size_t)stages[j].params_bytes);
+        bytes += (int32_t)NN2C_ROW_COPY_BYTES((size_t)stages[j].params_bytes);
     }
     while (done[n - 1] < last->out_rows) { /* (the first iterations fill the windows) */
         /* the rows each member must have made by the end of this iteration: the sink's block, then what the
@@ -50,7 +54,7 @@ void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, vo
             const int32_t in_h = NN2C_MIN(s->in_rows, (upto - 1) * s->stride - s->pad + s->span) - lo;
             uint8_t *const in = j > 0 ? stages[j - 1].window + (lo - first[j - 1]) * stages[j - 1].row_bytes
                                       : source + lo * source_row_bytes;
-            call(j, params[j], in, in_h, upto - done[j], lo - (done[j] * s->stride - s->pad), out);
+            call(j, (uint8_t *)copies + at[j], in, in_h, upto - done[j], lo - (done[j] * s->stride - s->pad), out);
             done[j] = upto;
         }
     }

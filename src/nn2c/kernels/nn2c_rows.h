@@ -18,6 +18,8 @@
 #include "nn2c_common.h"
 
 typedef struct {
+    const void *params;   /* its parameter struct, copied once per group: the calls set its rows in the copy */
+    int32_t params_bytes; /* sizeof it */
     uint8_t *window;   /* its output rows (NULL for the last member: the group's output tensor) */
     int32_t capacity;  /* rows the window holds */
     int32_t row_bytes; /* bytes of one output row */
@@ -31,10 +33,13 @@ typedef struct {
 typedef void (*nn2c_row_call_t)(int32_t stage, void *params, void *in, int32_t in_h, int32_t out_h, int32_t pad_h,
                                 void *out);
 
-/* n members (n >= 2); params: their parameter struct copies, live through the loop; source: the outside
- * tensor member 0 reads (source_row_bytes a row); sink: the last member's output; rows: 3 n int32 of
- * workspace (rows done, first row of the window, rows needed). */
-void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *const *params, uint8_t *source,
+/* Bytes of the members' parameter copies: each struct's size rounded up to 8 (their alignment), summed. */
+#define NN2C_ROW_COPY_BYTES(size) (((size) + 7u) & ~(size_t)7u)
+
+/* n members (n >= 2); copies: room for their parameter copies (NN2C_ROW_COPY_BYTES of each), 8-byte aligned;
+ * source: the outside tensor member 0 reads (source_row_bytes a row); sink: the last member's output; rows: 4 n
+ * int32 of workspace (rows done, first row of the window, rows needed, where its copy is). */
+void nn2c_row_chain(const nn2c_row_stage_t *stages, int32_t n, int32_t block, void *copies, uint8_t *source,
                     int32_t source_row_bytes, uint8_t *sink, int32_t *rows, nn2c_row_call_t call);
 
 #endif /* NN2C_ROWS_H */

@@ -97,11 +97,19 @@ def pool_2d(node: Node, ctx: EmitContext) -> None:
         act_min, act_max = int_activation_range(ctx, activation, out)
         fields.update(act_min=act_min, act_max=act_max, act_min_f=0.0, act_max_f=0.0)
     ctx.use_kernel("pool")
+    function = f"nn2c_{_POOL_KERNELS[node.op]}_{_SUFFIX[dtype]}"
     if _takes_lanes(ctx, node, fields, dtype):
         ctx.take_path("POOL_LANES")
+    elif function == "nn2c_avg_pool_s8" and _is_global(fields):
+        function = "nn2c_avg_pool_s8_global"  # (the window arithmetic left out)
     params = ctx.params_struct("nn2c_pool_params_t", fields)
-    function = f"nn2c_{_POOL_KERNELS[node.op]}_{_SUFFIX[dtype]}"
     ctx.call(function, params, ctx.ptr(x), ctx.ptr(out))
+
+
+def _is_global(fields: dict[str, Any]) -> bool:
+    """One window over the whole input, no padding (MobileNet's and person_detect's last pool)."""
+    return (fields["filter_h"], fields["filter_w"], fields["pad_h"], fields["pad_w"], fields["output_h"],
+            fields["output_w"]) == (fields["input_h"], fields["input_w"], 0, 0, 1, 1)
 
 
 def _takes_lanes(ctx: EmitContext, node: Node, fields: dict[str, Any], dtype: str) -> bool:
