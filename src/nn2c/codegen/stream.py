@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from nn2c.codegen.bands import COLUMN_FIELDS, Bands, column_map
-from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct
+from nn2c.codegen.context import GEOMETRY_MAX, EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
 from nn2c.memory.rows import Member, RowMap, Simulation, consumers, steps
 
@@ -472,9 +472,16 @@ TABLE_MIN_MEMBERS = 6
 
 def chain_tables(groups: list[RowGroup], ctx: EmitContext) -> bool:
     """Whether the model's chains run from tables (nn2c_row_chain): not at --optimize speed, which keeps
-    every loop written out (no calls through the table), and only where they save code."""
-    members = sum(len(g.ops) for g in groups if is_chain(g))
-    return ctx.optimize != "speed" and members >= TABLE_MIN_MEMBERS
+    every loop written out (no calls through the table), only where they save code, and where their row
+    counts fit the model's geometry fields (nn2c_dim_t: a chain of poolings alone over more rows than 65,535
+    keeps its loop). Taking them makes the model read its geometry's width (kernels/nn2c_conv.c)."""
+    chains = [g for g in groups if is_chain(g)]
+    if ctx.optimize == "speed" or sum(len(g.ops) for g in chains) < TABLE_MIN_MEMBERS:
+        return False
+    if not ctx.wide_geometry and max(v for g in chains for facts in _row_facts(g) for v in facts) > GEOMETRY_MAX:
+        return False
+    ctx.wide_geometry = bool(ctx.wide_geometry)
+    return True
 
 
 def is_chain(group: RowGroup) -> bool:
@@ -491,15 +498,28 @@ def is_chain(group: RowGroup) -> bool:
         [c for c, _ in readers[j]] == [j + 1] for j in range(len(group.ops) - 1))
 
 
+def _row_facts(group: RowGroup) -> list[tuple[int, ...]]:
+    """Per member of a chain, its nn2c_row_stage_t row counts: the window's rows (0 for the sink), output rows,
+    rows per iteration, then its row map (input rows, span, stride, pad)."""
+    n = len(group.ops)
+    step = steps(group.members, consumers(group.members), group.sim.block)
+    facts: list[tuple[int, ...]] = []
+    for j, member in enumerate(group.members):
+        m = member.reads[0][1]
+        capacity = 0 if j == n - 1 else group.sim.capacity[j]
+        facts.append((capacity, member.out_rows, step[j], m.in_rows, m.span, m.stride, m.pad))
+    return facts
+
+
 def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     """A chain's loop as one call of nn2c_row_chain: its members' row facts in a table, their kernel calls
     in one function of the model's (`stage` picks the member), both at file scope. The same calls, rows and
-    window slides as group_code's written-out loop, in about a quarter of its code."""
-    ops, members, sim = group.ops, group.members, group.sim
+    window slides as group_code's written-out loop."""
+    ops, sim = group.ops, group.sim
     n = len(ops)
     region = len(group.window_bytes)  # the scratch index of the kernels' shared region
     name = f"{ctx.prefix}_rows{ctx.value_ids[id(ops[-1].output)]}"
-    step = steps(members, consumers(members), sim.block)
+    facts = _row_facts(group)
     calls = [f"/* {group.name}: the calls of each member (nn2c_row_chain) */",
              f"static void {name}(int32_t stage, void *params, void *in, int32_t in_h, int32_t out_h, int32_t pad_h,",
              "    void *out) {",
@@ -512,7 +532,7 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
             return f"(void *)((uint8_t *)@s{region}@ + {offsets[int(match.group(1))]})"
 
         args = [_SCRATCH.sub(shared, a) for a in op.args]
-        k, value, m = op.streamed[0]
+        k, value, _ = op.streamed[0]
         args[0] = "k"
         args[k] = f"({c_type(value.type.dtype)} *)in"
         args[op.output_arg] = f"({c_type(op.output.type.dtype)} *)out"
@@ -526,13 +546,13 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                   "        break;",
                   "    }"]
         window = "NULL" if j == n - 1 else f"(uint8_t *)@s{j}@"
-        capacity = 0 if j == n - 1 else sim.capacity[j]
         row_bytes = op.row_elements * dtype_bytes(op.output.type.dtype)
-        table.append(f"    {{&{op.params.ident}, sizeof({op.params.ident}), {window}, {capacity}, {row_bytes}, "
-                     f"{members[j].out_rows}, {step[j]}, {m.in_rows}, {m.span}, {m.stride}, {m.pad}}}, /* op {j} */")
+        rows = ", ".join(str(v) for v in facts[j])
+        table.append(f"    {{&{op.params.ident}, {window}, {row_bytes}, sizeof({op.params.ident}), {rows}}}, "
+                     f"/* op {j} */")
     calls += ["    }", "}"]
-    table = ["/* per member: its parameters, their bytes, window, its rows, bytes a row, output rows, rows per "
-             "iteration, then its row map (input rows, span, stride, pad) */",
+    table = ["/* per member: its parameters, window, bytes a row, the parameters' bytes, the window's rows, output "
+             "rows, rows per iteration, then its row map (input rows, span, stride, pad) */",
              f"static const nn2c_row_stage_t {name}_stages[{n}] = {{", *table, "};"]
     k, source, _ = ops[0].streamed[0]
     sink = ops[-1]

@@ -15,17 +15,17 @@
 #ifndef NN2C_ROWS_H
 #define NN2C_ROWS_H
 
-#include "nn2c_common.h"
+#include "nn2c_conv.h" /* nn2c_dim_t: the row counts are as wide as the model's convolution geometry */
 
 typedef struct {
-    const void *params;   /* its parameter struct, copied once per group: the calls set its rows in the copy */
-    int32_t params_bytes; /* sizeof it */
-    uint8_t *window;   /* its output rows (NULL for the last member: the group's output tensor) */
-    int32_t capacity;  /* rows the window holds */
-    int32_t row_bytes; /* bytes of one output row */
-    int32_t out_rows;  /* rows of its whole output */
-    int32_t step;      /* rows made per iteration at most */
-    int32_t in_rows, span, stride, pad; /* its row map over its input */
+    const void *params; /* its parameter struct, copied once per group: the calls set its rows in the copy */
+    uint8_t *window;    /* its output rows (NULL for the last member: the group's output tensor) */
+    int32_t row_bytes;  /* bytes of one output row */
+    nn2c_dim_t params_bytes; /* sizeof its parameter struct */
+    nn2c_dim_t capacity;     /* rows the window holds */
+    nn2c_dim_t out_rows;     /* rows of its whole output */
+    nn2c_dim_t step;         /* rows made per iteration at most */
+    nn2c_dim_t in_rows, span, stride, pad; /* its row map over its input */
 } nn2c_row_stage_t;
 
 /* run member `stage` on input rows starting at `in` (in_h rows, pad_h rows of padding above them), making
