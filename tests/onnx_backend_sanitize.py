@@ -93,7 +93,9 @@ def build_sanitized(out_dir: Path, exe: Path) -> Path:
     objects = []
     for source in map(Path, c_sources(out_dir)):
         if source.parent.name == "nn2c_kernels":
-            key = hashlib.sha256("\0".join([compiler, *flags]).encode() + source.read_bytes()).hexdigest()[:24]
+            # the headers too: the model's nn2c_config.h decides paths and the geometry's width (nn2c_conv.h)
+            headers = b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
+            key = hashlib.sha256("\0".join([compiler, *flags]).encode() + source.read_bytes() + headers).hexdigest()[:24]
             obj = KERNEL_CACHE / f"{source.stem}_{key}.o"
             if not obj.exists():
                 KERNEL_CACHE.mkdir(exist_ok=True)
