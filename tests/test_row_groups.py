@@ -37,7 +37,7 @@ class Net:
         return self.b.tensor("int8", shape, scale=0.05, zero_point=-3), shape, 0.05
 
     def conv(self, x, out_c: int, k: int = 1, stride: int = 1, padding: str = "SAME", depthwise: bool = False,
-             activation: str = "RELU6"):
+             activation: str = "RELU6", name: str | None = None):
         tensor, shape, in_scale = x
         _, h, w, c = shape
         rng = self.rng
@@ -54,7 +54,7 @@ class Net:
         out_scale = float(in_scale * np.mean(w_scales) * sqrt(depth) * 73.0 * 74.0 / 40.0)
         out_shape = (1, oh, ow, out_c)
         zp = int(rng.integers(-20, 20))
-        y = self.b.tensor("int8", out_shape, scale=out_scale, zero_point=zp)
+        y = self.b.tensor("int8", out_shape, scale=out_scale, zero_point=zp, name=name)
         self.zero_point[y] = zp
         options = {"padding": padding, "stride_h": stride, "stride_w": stride, "dilation_hfactor": 1,
                    "dilation_wfactor": 1, "fused_activation_function": activation}
@@ -512,7 +512,9 @@ def _random_chain(seed: int) -> bytes:
     rng = net.rng
     x = h = net.input((1, int(rng.integers(16, 41)), int(rng.integers(8, 25)), int(rng.choice([1, 3, 4, 8]))))
     net.zero_point[x[0]] = -3  # (the input's, which a pooling keeps)
-    h = net.conv(h, int(rng.choice([16, 24, 32])), int(rng.choice([1, 3])), int(rng.choice([1, 2])))
+    # (a name that would end a C comment and inject code, were it not sanitized: the chains' calls name it)
+    h = net.conv(h, int(rng.choice([16, 24, 32])), int(rng.choice([1, 3])), int(rng.choice([1, 2])),
+                 name="wide */ int injected = ; /* ??/")
     for _ in range(int(rng.integers(1, 5))):
         rows, cols = h[1][1], h[1][2]
         kind = str(rng.choice(["conv", "dw", "dw", "pool"]))

@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from nn2c.codegen.bands import COLUMN_FIELDS, Bands, column_map
+from nn2c.codegen.cnames import c_comment
 from nn2c.codegen.context import GEOMETRY_MAX, EmitContext, NodeCode, ParamsStruct
 from nn2c.ir import Node, Value, c_type, dtype_bytes
 from nn2c.memory.rows import Member, RowMap, Simulation, consumers, steps
@@ -520,7 +521,7 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
     region = len(group.window_bytes)  # the scratch index of the kernels' shared region
     name = f"{ctx.prefix}_rows{ctx.value_ids[id(ops[-1].output)]}"
     facts = _row_facts(group)
-    calls = [f"/* {group.name}: the calls of each member (nn2c_row_chain) */",
+    calls = [f"/* {c_comment(group.name, 90)}: the calls of each member (nn2c_row_chain) */",
              f"static void {name}(int32_t stage, void *params, void *in, int32_t in_h, int32_t out_h, int32_t pad_h,",
              "    void *out) {",
              "    switch (stage) {"]
@@ -537,7 +538,7 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
         args[k] = f"({c_type(value.type.dtype)} *)in"
         args[op.output_arg] = f"({c_type(op.output.type.dtype)} *)out"
         in_h, out_h, pad_h = _ROW_FIELDS[op.kind]
-        calls += [f"    {'default' if j == n - 1 else f'case {j}'}: {{ /* {op.node.where()} */",
+        calls += [f"    {'default' if j == n - 1 else f'case {j}'}: {{ /* {c_comment(op.node.where(), 90)} */",
                   f"        {op.params.ctype} *const k = ({op.params.ctype} *)params;",
                   f"        k->{in_h} = in_h;",
                   f"        k->{out_h} = out_h;",
