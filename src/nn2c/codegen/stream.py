@@ -146,9 +146,11 @@ def _is_global(code: NodeCode, ctx: EmitContext) -> bool:
     params = _params_of(code.calls[0][1][0], ctx)
     if x is None or params is None or len(x.type.shape) != 4 or x.type.shape[0] != 1:
         return False
+    from nn2c.codegen.ops.pool import is_global_pool
+
     g = geometry(params)
-    return (g.get("filter_h"), g.get("filter_w"), g.get("pad_h"), g.get("pad_w")) == (*x.type.shape[1:3], 0, 0) \
-        and out.type.shape[1:3] == (1, 1) and x.type.dtype == out.type.dtype == "int8"
+    return (g.get("input_h"), g.get("input_w")) == x.type.shape[1:3] and is_global_pool(g) \
+        and x.type.dtype == out.type.dtype == "int8"
 
 
 def _averaging(code: NodeCode, ctx: EmitContext, function: str, args: tuple[str, ...]) -> StreamOp | None:

@@ -10,8 +10,7 @@
 #define NN2C_CONV_H
 #include "nn2c_common.h"
 
-/* A convolution's geometry: 16-bit fields (half the bytes of each layer's parameter struct: person_detect's 28
- * convolutions' 840 B of flash), 32-bit where some dimension of the model is above 65,535 or a field is negative
+/* A convolution's geometry: 16-bit fields (30 bytes instead of 60 in each layer's parameter struct), 32-bit where some dimension of the model is above 65,535 or a field is negative
  * (nn2c_config.h: NN2C_WIDE_GEOMETRY, set by codegen/kernel_config.py). Fields are read as int, so the
  * arithmetic is the same either way. */
 #if defined(NN2C_WIDE_GEOMETRY)

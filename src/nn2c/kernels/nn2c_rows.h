@@ -9,8 +9,8 @@
  *
  * nn2c_row_chain runs exactly the iterations of the written-out loop (the same calls, rows and window
  * slides); the calls go through `call`, the model's own function that sets the member's row geometry in a
- * copy of its parameter struct and calls its kernel. One copy of the loop serves every chain of a model:
- * the written-out loop took some 400 bytes of code per member.
+ * copy of its parameter struct and calls its kernel. One copy of the loop serves every chain of a model
+ * (person_detect's three chains of 13 members written out took 3,608 B of its Cortex-M4 invoke).
  */
 #ifndef NN2C_ROWS_H
 #define NN2C_ROWS_H

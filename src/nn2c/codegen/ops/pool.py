@@ -100,14 +100,15 @@ def pool_2d(node: Node, ctx: EmitContext) -> None:
     function = f"nn2c_{_POOL_KERNELS[node.op]}_{_SUFFIX[dtype]}"
     if _takes_lanes(ctx, node, fields, dtype):
         ctx.take_path("POOL_LANES")
-    elif function == "nn2c_avg_pool_s8" and _is_global(fields):
+    elif function == "nn2c_avg_pool_s8" and is_global_pool(fields):
         function = "nn2c_avg_pool_s8_global"  # (the window arithmetic left out)
     params = ctx.params_struct("nn2c_pool_params_t", fields)
     ctx.call(function, params, ctx.ptr(x), ctx.ptr(out))
 
 
-def _is_global(fields: dict[str, Any]) -> bool:
-    """One window over the whole input, no padding (MobileNet's and person_detect's last pool)."""
+def is_global_pool(fields: dict[str, Any]) -> bool:
+    """Pooling fields (nn2c_pool_params_t) of one window over the whole input, no padding (MobileNet's and
+    person_detect's last pool); the row groups' accumulating sink asks the same (codegen/stream.py)."""
     return (fields["filter_h"], fields["filter_w"], fields["pad_h"], fields["pad_w"], fields["output_h"],
             fields["output_w"]) == (fields["input_h"], fields["input_w"], 0, 0, 1, 1)
 
