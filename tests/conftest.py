@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from nn2c.verify.build import OBJECT_CACHE_ENV
+
+# the kernels' objects compiled once per content and flags, shared by the workers and by the CLI runs of the
+# tests (nn2c.verify.build): most of the suite's time went into compiling the same kernels again
+os.environ.setdefault(OBJECT_CACHE_ENV, str(Path(tempfile.gettempdir()) / f"nn2c_test_objects_{os.getuid()}"))
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 

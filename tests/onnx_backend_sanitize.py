@@ -12,7 +12,6 @@ finding (status SANITIZER).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import resource
@@ -26,7 +25,7 @@ import numpy as np
 from nn2c.api import CompileResult
 from nn2c.errors import BuildError
 from nn2c.ir import Graph, Value, numpy_dtype
-from nn2c.verify.build import WARNING_FLAGS, c_compiler, c_sources
+from nn2c.verify.build import build
 from nn2c.verify.inputs import random_records
 from nn2c.verify.onnx_oracle import from_model_layout
 from tests.c_safety import SANITIZE_FLAGS
@@ -81,40 +80,14 @@ def extreme_records(inputs: list[Value], seed: int = 0) -> list[tuple[str, list[
 
 
 SANITIZE_OPT = "-O1"
-# the kernel files are copied unchanged into every output folder and include only their own
-# headers: each is compiled once per content (and flags) and the object reused by every case
+# the kernels' objects, compiled once per content and flags (nn2c.verify.build), also outside the test suite
+# (bench/onnx_backend.py --sanitize)
 KERNEL_CACHE = Path(tempfile.gettempdir()) / f"nn2c_sanitized_kernels_{os.getuid()}"
 
 
 def build_sanitized(out_dir: Path, exe: Path) -> Path:
     """The folder's program with ASan + UBSan, -Wall -Wextra -Werror; kernels from KERNEL_CACHE."""
-    compiler = c_compiler()
-    flags = [*WARNING_FLAGS, SANITIZE_OPT, *SANITIZE_FLAGS]
-    objects = []
-    for source in map(Path, c_sources(out_dir)):
-        if source.parent.name == "nn2c_kernels":
-            # the headers too: the model's nn2c_config.h decides paths and the geometry's width (nn2c_conv.h)
-            headers = b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
-            key = hashlib.sha256("\0".join([compiler, *flags]).encode() + source.read_bytes() + headers).hexdigest()[:24]
-            obj = KERNEL_CACHE / f"{source.stem}_{key}.o"
-            if not obj.exists():
-                KERNEL_CACHE.mkdir(exist_ok=True)
-                partial = obj.with_suffix(f".{os.getpid()}.tmp")
-                _compile([compiler, *flags, "-I", str(source.parent), "-c", str(source), "-o", str(partial)],
-                         out_dir)
-                partial.replace(obj)  # atomic: a concurrent case sees the whole object or none
-            objects.append(str(obj))
-        else:
-            objects.append(str(source))
-    _compile([compiler, *flags, "-I", str(out_dir), *objects, "-o", str(exe), "-lm"], out_dir)
-    return exe
-
-
-def _compile(command: list[str], out_dir: Path) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        first = (result.stderr.strip().splitlines() or ["(no message)"])[:20]
-        raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(first))
+    return build(out_dir, exe, extra_flags=SANITIZE_FLAGS, opt=SANITIZE_OPT, object_cache=KERNEL_CACHE)
 
 
 def _lift_memory_limit() -> None:

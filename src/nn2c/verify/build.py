@@ -1,10 +1,20 @@
-"""Build an output folder with the host C compiler and run it on raw tensors."""
+"""Build an output folder with the host C compiler and run it on raw tensors.
+
+The kernels (nn2c_kernels/*.c) are copied unchanged into every output folder and include only files of their
+own folder. With an object cache (build's `object_cache`, or the directory named by the environment variable
+NN2C_OBJECT_CACHE: the test suite sets it), each kernel is compiled once per content of it and of the files it
+includes, compiler and flags, and its object is reused by every later build. The test suite builds output
+folders by the thousand: on tests/test_op_elementwise.py, _layout.py and _activation.py the compiler ran 55 s
+without the cache and 20 s with it (2 workers: 39 s -> 19 s)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +37,70 @@ def c_sources(out_dir: Path) -> list[str]:
     return sorted(str(p) for p in [*out_dir.glob("*.c"), *(out_dir / "nn2c_kernels").glob("*.c")])
 
 
+OBJECT_CACHE_ENV = "NN2C_OBJECT_CACHE"
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
 def build(out_dir: str | Path, exe: str | Path | None = None, extra_flags: list[str] | None = None,
-          opt: str = "-O2") -> Path:
-    """Compile every .c file of out_dir (subfolders too) into one program."""
+          opt: str = "-O2", object_cache: str | Path | None = None) -> Path:
+    """Compile every .c file of out_dir (and its kernels) into one program; the kernels' objects from
+    object_cache (default: $NN2C_OBJECT_CACHE) when one is given."""
     out_dir = Path(out_dir)
     exe = Path(exe) if exe else out_dir / "model_runner"
-    command = [c_compiler(), *WARNING_FLAGS, opt, *(extra_flags or []), "-I", str(out_dir),
-               *c_sources(out_dir), "-o", str(exe), "-lm"]
+    compiler = c_compiler()
+    flags = [*WARNING_FLAGS, opt, *(extra_flags or [])]
+    cache = object_cache or os.environ.get(OBJECT_CACHE_ENV)
+    kernels = sorted((out_dir / "nn2c_kernels").glob("*.c"))
+    if cache and kernels:
+        inputs = [*sorted(str(p) for p in out_dir.glob("*.c")),
+                  *(str(_kernel_object(compiler, flags, kernel, Path(cache), out_dir)) for kernel in kernels)]
+    else:
+        inputs = c_sources(out_dir)
+    _compile([compiler, *flags, "-I", str(out_dir), *inputs, "-o", str(exe), "-lm"], out_dir)
+    return exe
+
+
+def _compile(command: list[str], out_dir: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         first = (result.stderr.strip().splitlines() or ["(no message)"])[:20]
         raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(first))
-    return exe
+
+
+def _kernel_object(compiler: str, flags: list[str], source: Path, cache: Path, out_dir: Path) -> Path:
+    """source's object in cache, compiled there first if no build made it yet. The key: the compiler (its path
+    and version), the flags, and the bytes of source and of every file it includes from its folder, directly
+    or not (nn2c_config.h among them: the model's kernel paths and geometry width)."""
+    key = hashlib.sha256(_compiler_version(compiler) + "\0".join([compiler, *flags]).encode())
+    for path in _quoted_includes(source):
+        key.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
+    obj = cache / f"{source.stem}_{key.hexdigest()[:32]}.o"
+    if not obj.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = obj.with_suffix(f".{os.getpid()}.tmp")
+        _compile([compiler, *flags, "-I", str(source.parent), "-c", str(source), "-o", str(partial)], out_dir)
+        partial.replace(obj)  # atomic: a concurrent build sees the whole object or none
+    return obj
+
+
+def _quoted_includes(source: Path) -> list[Path]:
+    """source and the files of its folder that it includes with quotes, directly or through another, in the
+    order first met (a name not in the folder is left to the compiler: it fails the build)."""
+    found = [source]
+    for path in found:
+        for name in _QUOTED_INCLUDE.findall(path.read_bytes()):
+            included = source.parent / name.decode(errors="replace")
+            if included.is_file() and included not in found:
+                found.append(included)
+    return found
+
+
+@lru_cache(maxsize=8)
+def _compiler_version(compiler: str) -> bytes:
+    try:
+        return subprocess.run([compiler, "--version"], capture_output=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return b""
 
 
 def run(exe: str | Path, records: list[list[np.ndarray]], inputs: list[Value], outputs: list[Value],

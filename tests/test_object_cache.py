@@ -1,0 +1,70 @@
+"""nn2c.verify.build's kernel object cache: the same program as without it, a new object whenever a kernel or a
+file it includes changes, none from a failed compile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nn2c.api import CompileOptions, compile_model
+from nn2c.errors import BuildError
+from nn2c.verify.build import OBJECT_CACHE_ENV, build, run
+from nn2c.verify.inputs import random_records
+from tests.conftest import model_path
+
+
+def _objects(cache: Path) -> set[str]:
+    return {p.name for p in cache.glob("*.o")}
+
+
+def test_cached_build_runs_like_the_plain_one(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv(OBJECT_CACHE_ENV, raising=False)
+    result = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions())
+    out = result.write(tmp_path / "kws")
+    records = random_records(result.graph.inputs, 2, 0)
+    plain = run(build(out, tmp_path / "plain"), records, result.graph.inputs, result.graph.outputs)
+    cache = tmp_path / "cache"
+    first = run(build(out, tmp_path / "first", object_cache=cache), records, result.graph.inputs,
+                result.graph.outputs)
+    kernels = {p.stem for p in (out / "nn2c_kernels").glob("*.c")}
+    assert {name.rsplit("_", 1)[0] for name in _objects(cache)} == kernels
+    before = {p.name: p.stat().st_mtime_ns for p in cache.glob("*.o")}
+    second = run(build(out, tmp_path / "second", object_cache=cache), records, result.graph.inputs,
+                 result.graph.outputs)
+    assert {p.name: p.stat().st_mtime_ns for p in cache.glob("*.o")} == before  # reused, not compiled again
+    for a, b, c in zip(plain, first, second, strict=True):
+        for x, y, z in zip(a, b, c, strict=True):
+            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(x, z)
+
+
+def test_a_changed_header_or_flag_compiles_a_new_object(tmp_path: Path):
+    result = compile_model(model_path("tflite_micro/hello_world_int8.tflite"), CompileOptions())
+    out = result.write(tmp_path / "hello")
+    cache = tmp_path / "cache"
+    build(out, tmp_path / "a", object_cache=cache)
+    objects = _objects(cache)
+    # nn2c_config.h reaches every kernel through nn2c_common.h: each is compiled again
+    config = out / "nn2c_kernels" / "nn2c_config.h"
+    config.write_text(config.read_text() + "\n/* changed */\n")
+    build(out, tmp_path / "b", object_cache=cache)
+    assert len(_objects(cache)) == 2 * len(objects)
+    # a file no kernel includes changes no key
+    (out / "nn2c_kernels" / "unrelated.h").write_text("/* not included */\n")
+    build(out, tmp_path / "c", object_cache=cache)
+    assert len(_objects(cache)) == 2 * len(objects)
+    build(out, tmp_path / "d", extra_flags=["-DNN2C_UNUSED_FLAG"], object_cache=cache)
+    assert len(_objects(cache)) == 3 * len(objects)
+
+
+def test_a_kernel_that_fails_to_compile_leaves_no_object(tmp_path: Path):
+    result = compile_model(model_path("tflite_micro/hello_world_int8.tflite"), CompileOptions())
+    out = result.write(tmp_path / "hello")
+    kernel = next((out / "nn2c_kernels").glob("*.c"))
+    kernel.write_text(kernel.read_text() + "\nint unused_and_broken(void) { return }\n")
+    cache = tmp_path / "cache"
+    with pytest.raises(BuildError, match="C compiler failed on"):
+        build(out, tmp_path / "broken", object_cache=cache)
+    assert not list(cache.glob(f"{kernel.stem}_*"))
