@@ -68,3 +68,26 @@ def test_a_kernel_that_fails_to_compile_leaves_no_object(tmp_path: Path):
     with pytest.raises(BuildError, match="C compiler failed on"):
         build(out, tmp_path / "broken", object_cache=cache)
     assert not list(cache.glob(f"{kernel.stem}_*"))
+
+
+def test_cortex_m_image_from_cached_kernels_is_the_same(tmp_path: Path, monkeypatch):
+    """The Cortex-M bench (nn2c.targets.cortexm_build) takes cached kernel objects under their own names, with
+    their -fstack-usage files: the same instructions and code bytes as compiled in place."""
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    model = model_path("mlcommons_tiny/ad01_int8.tflite")
+    monkeypatch.delenv(OBJECT_CACHE_ENV, raising=False)
+    plain = bench_model(model, target="cortex-m4", count=1, seed=0, workdir=tmp_path / "plain")
+    monkeypatch.setenv(OBJECT_CACHE_ENV, str(tmp_path / "cache"))
+    cached = [bench_model(model, target="cortex-m4", count=1, seed=0, workdir=tmp_path / f"cached{i}")
+              for i in range(2)]
+    assert _objects(tmp_path / "cache")
+    for report in cached:
+        assert report.passed() and report.instructions == plain.instructions
+        assert report.footprint.flash_code == plain.footprint.flash_code
+    plain_su = sorted(p.name for p in (tmp_path / "plain").rglob("obj/*.su"))
+    assert plain_su and sorted(p.name for p in (tmp_path / "cached1").rglob("obj/*.su")) == plain_su

@@ -170,13 +170,25 @@ def build_image(model_dir: Path, name: str, records: list[bytes], target: str, b
     objects_dir.mkdir(exist_ok=True)
     warnings: list[str] = []
     objects = []
+    from nn2c.verify.build import cached_object, default_object_cache
+
+    cache = default_object_cache()
     for source in model_sources + runtime_sources:
         obj = objects_dir / f"{source.stem}.o"
-        result = _run([gcc, *flags, *includes, "-c", str(source), "-o", str(obj)], cwd=objects_dir)
-        if result.returncode:
+        if cache and source.parent.name == "nn2c_kernels":  # (kernels include only their own folder's files)
+            cached, messages = cached_object(gcc, flags, source, cache)
+            if cached is not None:  # under its own name: the map file's objects name the layers' code
+                shutil.copyfile(cached, obj)
+                if cached.with_suffix(".su").exists():
+                    shutil.copyfile(cached.with_suffix(".su"), obj.with_suffix(".su"))
+            returncode = int(cached is None)
+        else:
+            result = _run([gcc, *flags, *includes, "-c", str(source), "-o", str(obj)], cwd=objects_dir)
+            returncode, messages = result.returncode, result.stderr
+        if returncode:
             raise BuildError(f"arm-none-eabi-gcc failed on {source.name} ({target}): "
-                             + "\n".join(result.stderr.strip().splitlines()[:20]))
-        warnings += [line for line in result.stderr.splitlines() if "warning:" in line]
+                             + "\n".join(messages.strip().splitlines()[:20]))
+        warnings += [line for line in messages.splitlines() if "warning:" in line]
         objects.append(obj)
 
     elf, map_file = build_dir / f"{name}_{target}.elf", build_dir / f"{name}_{target}.map"

@@ -38,6 +38,7 @@ def c_sources(out_dir: Path) -> list[str]:
 
 
 OBJECT_CACHE_ENV = "NN2C_OBJECT_CACHE"
+SIDE_FILES = (".su",)  # -fstack-usage's frame sizes (the Cortex-M bench's flags), kept beside a cached object
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
@@ -49,11 +50,15 @@ def build(out_dir: str | Path, exe: str | Path | None = None, extra_flags: list[
     exe = Path(exe) if exe else out_dir / "model_runner"
     compiler = c_compiler()
     flags = [*WARNING_FLAGS, opt, *(extra_flags or [])]
-    cache = object_cache or os.environ.get(OBJECT_CACHE_ENV)
+    cache = object_cache or default_object_cache()
     kernels = sorted((out_dir / "nn2c_kernels").glob("*.c"))
     if cache and kernels:
-        inputs = [*sorted(str(p) for p in out_dir.glob("*.c")),
-                  *(str(_kernel_object(compiler, flags, kernel, Path(cache), out_dir)) for kernel in kernels)]
+        inputs = sorted(str(p) for p in out_dir.glob("*.c"))
+        for kernel in kernels:
+            obj, messages = cached_object(compiler, flags, kernel, Path(cache))
+            if obj is None:
+                raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(messages.strip().splitlines()[:20]))
+            inputs.append(str(obj))
     else:
         inputs = c_sources(out_dir)
     _compile([compiler, *flags, "-I", str(out_dir), *inputs, "-o", str(exe), "-lm"], out_dir)
@@ -67,20 +72,38 @@ def _compile(command: list[str], out_dir: Path) -> None:
         raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(first))
 
 
-def _kernel_object(compiler: str, flags: list[str], source: Path, cache: Path, out_dir: Path) -> Path:
-    """source's object in cache, compiled there first if no build made it yet. The key: the compiler (its path
-    and version), the flags, and the bytes of source and of every file it includes from its folder, directly
-    or not (nn2c_config.h among them: the model's kernel paths and geometry width)."""
+def default_object_cache() -> Path | None:
+    """The directory named by $NN2C_OBJECT_CACHE, if set."""
+    cache = os.environ.get(OBJECT_CACHE_ENV)
+    return Path(cache) if cache else None
+
+
+def cached_object(compiler: str, flags: list[str], source: Path, cache: Path) -> tuple[Path | None, str]:
+    """source's object in cache and the compiler's messages (its warnings), compiled there first if no build made
+    it yet; (None, messages) when it fails to compile. The key: the compiler (its path and version), the flags,
+    and the bytes of source and of every file it includes from its folder, directly or not (nn2c_config.h among
+    them: the model's kernel paths and geometry width)."""
     key = hashlib.sha256(_compiler_version(compiler) + "\0".join([compiler, *flags]).encode())
     for path in _quoted_includes(source):
         key.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     obj = cache / f"{source.stem}_{key.hexdigest()[:32]}.o"
+    messages = obj.with_suffix(".txt")  # written before the object: an object always has its messages
     if not obj.exists():
         cache.mkdir(parents=True, exist_ok=True)
         partial = obj.with_suffix(f".{os.getpid()}.tmp")
-        _compile([compiler, *flags, "-I", str(source.parent), "-c", str(source), "-o", str(partial)], out_dir)
+        result = subprocess.run([compiler, *flags, "-I", str(source.parent), "-c", str(source), "-o", str(partial)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            return None, result.stderr
+        text = partial.with_suffix(".txt.tmp")
+        text.write_text(result.stderr)
+        text.replace(messages)
+        for suffix in SIDE_FILES:  # what the flags make the compiler write beside the object
+            if partial.with_suffix(suffix).exists():
+                partial.with_suffix(suffix).replace(obj.with_suffix(suffix))
         partial.replace(obj)  # atomic: a concurrent build sees the whole object or none
-    return obj
+    return obj, messages.read_text()
 
 
 def _quoted_includes(source: Path) -> list[Path]:
