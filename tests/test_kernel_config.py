@@ -26,8 +26,8 @@ KERNELS = Path(str(resources.files("nn2c") / "kernels"))
 _GUARD = re.compile(r"NN2C_OMIT_([A-Z0-9_]+)")
 
 
-def _config(relative: str, target: str) -> str:
-    result = compile_model(model_path(relative), CompileOptions(target=target))
+def _config(relative: str, target: str, optimize: str = "balanced") -> str:
+    result = compile_model(model_path(relative), CompileOptions(target=target, optimize=optimize))
     return result.files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
 
 
@@ -58,7 +58,10 @@ def test_real_models_keep_the_paths_their_layers_take():
     # convolution's filter is dual
     # (its AVERAGE_POOL_2D: 64 channels, whole groups of 4, in SIMD lanes)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL", "POOL_LANES"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT16"}
+    # at --optimize size its depthwise filters are int8 (DSP_DW_INT8 instead of DSP_DW_INT16)
+    assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4", "size")) == set(OPTIONAL_PATHS) - {
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT8"}
     # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop), all
     # dual filters
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
@@ -68,7 +71,7 @@ def test_real_models_keep_the_paths_their_layers_take():
     # convolution over 1 channel (narrow rows of one word, read from the image); its AVERAGE_POOL_2D over 255
     # channels is not whole groups of 4, byte by byte
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_CONV_ROWS_1", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN"}
+        "DSP_CONV_ROWS_1", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN", "DSP_DW_INT16"}
     # vww_96_int8: its first convolution is 3x3 over 3 channels (rows of 9 bytes: 2 words and a byte); its pruned
     # depthwise layers (22 channels, ...) end in a partial group of 4
     vww = _omitted(_config("mlcommons_tiny/vww_96_int8.tflite", "cortex-m4"))

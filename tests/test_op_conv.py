@@ -502,6 +502,38 @@ def test_cortex_m_kernels_without_inline_asm_in_qemu(tmp_path: Path, monkeypatch
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
 
+@pytest.mark.parametrize("build", ["-O2", "-O0", "-O2 -fno-omit-frame-pointer -DNN2C_NO_INLINE_ASM", "host"])
+def test_depthwise_int8_filter_at_size(tmp_path: Path, monkeypatch, build: str):
+    """--optimize size on the Arm DSP: the depthwise layers from records read an int8 filter (half the int16
+    one's bytes) through their assembly (-O2), its C versions (-O0, NN2C_NO_INLINE_ASM) and the host's portable
+    kernel; every case bit-exact with TFLM (windows inside the image and over the border, 3x3 and the tap
+    table's other filters, strides, dilations, partial groups of channels)."""
+    from nn2c.targets import cortexm_build
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model([(c, True) for c in DEPTHWISE_CASES], "int8", 21))
+    options = CompileOptions(target="cortex-m4", optimize="size", planner="greedy")
+    weights = compile_model(path, options).files["model_weights.c"]
+    records = weights.count("depthwise output stage per group of 4 channels: 4 biases")
+    assert records >= 10 and weights.count("groups of 4 channels as int8 (--optimize size)") == records
+    balanced = compile_model(path, CompileOptions(target="cortex-m4", planner="greedy"))
+    assert compile_model(path, options).code.weight_bytes < balanced.code.weight_bytes
+    if build == "host":  # an M4 size lowering built for the host: the portable kernel reads the int8 filter
+        report = verify_model(path, count=2, references=("tflm",), workdir=tmp_path / "host", options=options)
+        assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
+        return
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    flags = [part for flag in cortexm_build.COMPILE_FLAGS for part in (build.split() if flag == "-O2" else [flag])]
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+    report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "qemu", options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 def _add_model(shape: tuple[int, int, int, int] = (1, 5, 7, 9)) -> bytes:
     """Same-shape int8 ADDs; the input with the larger scale has the multiplier 2^30, shift 0: the second
     input, then the first (the Helium kernel's exact input either way), then both (equal scales)."""

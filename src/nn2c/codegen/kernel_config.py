@@ -17,6 +17,8 @@ CONFIG_HEADER = "nn2c_config.h"
 # path -> what takes it; a kernel source guards the path's code with `#if !defined(NN2C_OMIT_<path>)`
 OPTIONAL_PATHS: dict[str, str] = {
     "DSP_DW_ARRAYS": "Arm DSP depthwise output stage from four per-channel arrays (not records)",
+    "DSP_DW_INT8": "Arm DSP depthwise from records over an int8 filter (--optimize size)",
+    "DSP_DW_INT16": "Arm DSP depthwise from records over an int16 filter (--optimize speed and balanced)",
     "DSP_DW_PARTIAL": "Arm DSP depthwise from records over a channel count that is not a multiple of 4: its last "
                       "1-3 channels byte by byte",
     "DSP_GEMM_ARRAYS": "Arm DSP convolution output stage from per-channel arrays (not records)",

@@ -20,6 +20,12 @@ const uint8_t nn2c_kernel_path_dsp_dw_arrays = 1;
 #if !defined(NN2C_OMIT_DSP_DW_PARTIAL)
 const uint8_t nn2c_kernel_path_dsp_dw_partial = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_DW_INT8)
+const uint8_t nn2c_kernel_path_dsp_dw_int8 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_DW_INT16)
+const uint8_t nn2c_kernel_path_dsp_dw_int16 = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS)
 const uint8_t nn2c_kernel_path_dsp_gemm_arrays = 1;
 #endif
@@ -2416,34 +2422,82 @@ NN2C_INLINE const int8_t *nn2c_dw_tap(uintptr_t base, intptr_t offset) {
     "smlatt %[s2], %[xe], %[we], %[s2]\n\t" \
     "smlabb %[s1], %[x], %[wo], %[s1]\n\t" \
     "smlatt %[s3], %[x], %[wo], %[s3]\n\t"
-/* A tap through the table of tap offsets (tp): 9 instructions. */
+/* The same from an int8 filter word (--optimize size: nn2c_dw_simd_params_t.filter8, channels in order): its
+ * SXTB16 halves are the int16 filter's two words, c0 c2 and c1 c3; 2 instructions more a tap. */
+#define NN2C_DSP_DW_MAC8(LOAD) \
+    LOAD \
+    "ldr    %[we], [%[wp]], #4\n\t" \
+    "sxtb16 %[xe], %[x]\n\t" \
+    "sxtb16 %[x], %[x], ror #8\n\t" \
+    "sxtb16 %[wo], %[we], ror #8\n\t" \
+    "sxtb16 %[we], %[we]\n\t" \
+    "smlabb %[s0], %[xe], %[we], %[s0]\n\t" \
+    "smlatt %[s2], %[xe], %[we], %[s2]\n\t" \
+    "smlabb %[s1], %[x], %[wo], %[s1]\n\t" \
+    "smlatt %[s3], %[x], %[wo], %[s3]\n\t"
+/* A tap through the table of tap offsets (tp): 9 instructions (11 from an int8 filter). */
 #define NN2C_DSP_DW_TAP NN2C_DSP_DW_MAC("ldr    %[x], [%[tp]], #4\n\tldr    %[x], [%[bc], %[x]]\n\t")
+#define NN2C_DSP_DW_TAP8 NN2C_DSP_DW_MAC8("ldr    %[x], [%[tp]], #4\n\tldr    %[x], [%[bc], %[x]]\n\t")
 
 /* One tap of four channels in C (the assembly loops' fallback): the input word's SXTB16 halves times
- * the int16 filter words, as NN2C_DSP_DW_TAP. */
-NN2C_INLINE void nn2c_dsp_dw_tap_c(int32_t x, const nn2c_simd_word_t *wp, int32_t *s0, int32_t *s1, int32_t *s2,
+ * the filter's int16 pairs we (c0 c2) and wo (c1 c3), as NN2C_DSP_DW_TAP. */
+NN2C_INLINE void nn2c_dsp_dw_tap_c(int32_t x, int32_t we, int32_t wo, int32_t *s0, int32_t *s1, int32_t *s2,
                                    int32_t *s3) {
     const int32_t xe = __sxtb16(x), xo = nn2c_sxtb16_ror8(x);
-    *s0 = __smlabb(xe, wp[0], *s0);
-    *s2 = __smlatt(xe, wp[0], *s2);
-    *s1 = __smlabb(xo, wp[1], *s1);
-    *s3 = __smlatt(xo, wp[1], *s3);
+    *s0 = __smlabb(xe, we, *s0);
+    *s2 = __smlatt(xe, we, *s2);
+    *s1 = __smlabb(xo, wo, *s1);
+    *s3 = __smlatt(xo, wo, *s3);
+}
+
+/* The filter's int16 pairs of one tap at *wp, advanced past them: two words, or one int8 word (filter8). */
+NN2C_INLINE void nn2c_dsp_dw_weights(const nn2c_simd_word_t **wp, int filter8, int32_t *we, int32_t *wo) {
+    const nn2c_simd_word_t *w = *wp;
+    if (filter8) {
+        *we = __sxtb16(w[0]);
+        *wo = nn2c_sxtb16_ror8(w[0]);
+        *wp = w + 1;
+    } else {
+        *we = w[0];
+        *wo = w[1];
+        *wp = w + 2;
+    }
 }
 
 /* The taps of channels [c, c + 4): in assembly, three taps per loop step when the count allows
  * (3x3 filters); GCC 12 spent 12 instructions per tap on the same intrinsics (register copies of
  * the filter pointer), this 9 to 11. */
 NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_taps, const nn2c_simd_word_t **w,
-                                  int32_t s[4]) {
+                                  int32_t s[4], int filter8) {
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     const nn2c_simd_word_t *wp = *w;
 #if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
-    for (int32_t t = 0; t < n_taps; ++t, wp += 2) {
-        nn2c_dsp_dw_tap_c(nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t])), wp, &s0, &s1, &s2, &s3);
+    for (int32_t t = 0; t < n_taps; ++t) {
+        int32_t we, wo;
+        nn2c_dsp_dw_weights(&wp, filter8, &we, &wo);
+        nn2c_dsp_dw_tap_c(nn2c_simd_ld32(nn2c_dw_tap(bc, tp[t])), we, wo, &s0, &s1, &s2, &s3);
     }
 #else
     int32_t x, xe, we, wo;
-    if (n_taps % 3 == 0) {
+    if (filter8 && n_taps % 3 == 0) {
+        int32_t k = n_taps / 3;
+        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8
+                         "subs   %[k], %[k], #1\n\t"
+                         "bne    1b\n\t"
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
+                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
+                         : [bc] "r"(bc)
+                         : "cc", "memory");
+    } else if (filter8) {
+        int32_t k = n_taps;
+        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP8
+                         "subs   %[k], %[k], #1\n\t"
+                         "bne    1b\n\t"
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
+                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
+                         : [bc] "r"(bc)
+                         : "cc", "memory");
+    } else if (n_taps % 3 == 0) {
         int32_t k = n_taps / 3;
         __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP
                          "subs   %[k], %[k], #1\n\t"
@@ -2477,25 +2531,40 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
 #define NN2C_DSP_DW_ROW3 \
     NN2C_DSP_DW_MAC("ldr    %[x], [%[b]]\n\t") NN2C_DSP_DW_MAC("ldr    %[x], [%[b], %[col]]\n\t") \
     NN2C_DSP_DW_MAC("add    %[x], %[b], %[col]\n\tldr    %[x], [%[x], %[col]]\n\t")
+#define NN2C_DSP_DW_ROW3_8 \
+    NN2C_DSP_DW_MAC8("ldr    %[x], [%[b]]\n\t") NN2C_DSP_DW_MAC8("ldr    %[x], [%[b], %[col]]\n\t") \
+    NN2C_DSP_DW_MAC8("add    %[x], %[b], %[col]\n\tldr    %[x], [%[x], %[col]]\n\t")
 
 NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, const nn2c_simd_word_t **w,
-                                     int32_t s[4]) {
+                                     int32_t s[4], int filter8) {
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
     const nn2c_simd_word_t *wp = *w;
 #if !defined(NN2C_INLINE_ASM) /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
     for (int32_t fy = 0; fy < 3; ++fy, b += (uintptr_t)row) {
-        for (int32_t fx = 0; fx < 3; ++fx, wp += 2) {
-            nn2c_dsp_dw_tap_c(nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col))), wp, &s0, &s1, &s2, &s3);
+        for (int32_t fx = 0; fx < 3; ++fx) {
+            int32_t we, wo;
+            nn2c_dsp_dw_weights(&wp, filter8, &we, &wo);
+            nn2c_dsp_dw_tap_c(nn2c_simd_ld32((const int8_t *)(b + (uintptr_t)(fx * col))), we, wo, &s0, &s1, &s2,
+                              &s3);
         }
     }
 #else
     int32_t x, xe, we, wo;
-    __asm__ volatile(NN2C_DSP_DW_ROW3 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
-                     "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
-                       [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                     : [col] "r"(col), [row] "r"(row)
-                     : "memory");
+    if (filter8) {
+        __asm__ volatile(NN2C_DSP_DW_ROW3_8 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3_8
+                         "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3_8
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
+                           [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
+                         : [col] "r"(col), [row] "r"(row)
+                         : "memory");
+    } else {
+        __asm__ volatile(NN2C_DSP_DW_ROW3 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
+                         "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
+                           [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
+                         : [col] "r"(col), [row] "r"(row)
+                         : "memory");
+    }
 #endif
     *w = wp;
     s[0] = s0;
@@ -2535,14 +2604,16 @@ NN2C_INLINE void nn2c_dsp_dw_record_out(int32_t s0, int32_t s1, int32_t s2, int3
     *y = q;
 }
 
-/* Channel j of a last, partial group of 4 (filter w16 in the order c0 c2 c1 c3), at byte `at` of each tap's
- * pixel (base plus the tap's offset): acc plus its taps, one byte at a time. */
-NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const int16_t *w16, uintptr_t base, const intptr_t *taps, int32_t n_taps,
-                                            int32_t at, int32_t j, int32_t acc) {
+/* Channel j of a last, partial group of 4 (filter w: int16 in the order c0 c2 c1 c3, or int8 in channel order
+ * where filter8), at byte `at` of each tap's pixel (base plus the tap's offset): acc plus its taps, one byte at a
+ * time. */
+NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const void *w, int filter8, uintptr_t base, const intptr_t *taps,
+                                            int32_t n_taps, int32_t at, int32_t j, int32_t acc) {
     static const int8_t slot[4] = {0, 2, 1, 3};
     uint32_t sum = (uint32_t)acc;
     for (int32_t t = 0; t < n_taps; ++t) {
-        sum += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[at] * (int32_t)w16[4 * t + slot[j]]);
+        const int32_t weight = filter8 ? ((const int8_t *)w)[4 * t + j] : ((const int16_t *)w)[4 * t + slot[j]];
+        sum += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[at] * weight);
     }
     return (int32_t)sum;
 }
@@ -2550,21 +2621,28 @@ NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const int16_t *w16, uintptr_t base, 
 #if !defined(NN2C_OMIT_DSP_DW_PARTIAL) /* nn2c_config.h: some depthwise layer from records has C % 4 != 0 */
 /* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
  * 4). */
-static void nn2c_dsp_dw_partial_records(const int32_t *rec, const int16_t *w16, uintptr_t base, const intptr_t *taps,
-                                        int32_t n_taps, int8_t *out, int32_t n) {
+static void nn2c_dsp_dw_partial_records(const int32_t *rec, const void *w, int filter8, uintptr_t base,
+                                        const intptr_t *taps, int32_t n_taps, int8_t *out, int32_t n) {
     for (int32_t j = 0; j < n; ++j) {
-        out[j] = (int8_t)nn2c_record_requant_doubled(nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, j, j, rec[j]),
-                                                     rec + 4 + 3 * j);
+        const int32_t sum = nn2c_dsp_dw_partial_sum(w, filter8, base, taps, n_taps, j, j, rec[j]);
+        /* (an int8 filter's sums are TFLite's: doubled here, as the int16 filter's weights double them) */
+        out[j] = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)sum << filter8), rec + 4 + 3 * j);
     }
 }
 #endif
 
+/* A sum of an int8 filter (filter8) doubled for the doubled records (doubled_records_fit: twice it fits int32),
+ * in a register (a loop over the sums' array kept them in memory: 24 instructions a group of 4). */
+NN2C_INLINE int32_t nn2c_dsp_dw_doubled(int32_t sum, int filter8) {
+    return (int32_t)((uint32_t)sum << filter8);
+}
+
 /* The channels of one pixel whose output stage is doubled records (the codegen's test; padded to whole groups
- * of 4); one copy of its code for nn2c_dw_pixel and nn2c_dw_run_records. */
-__attribute__((noinline)) static void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base,
-                                                            const intptr_t *taps, int32_t n_taps,
-                                                            const nn2c_simd_word_t *wp, int8_t *out,
-                                                            const nn2c_dw_window_t *window) {
+ * of 4); filter8 a constant of the instances below. An int8 filter's sums are TFLite's, doubled before the
+ * output stage (its records hold the biases undoubled). */
+NN2C_INLINE void nn2c_dw_pixel_records_any(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base,
+                                           const intptr_t *taps, int32_t n_taps, const nn2c_simd_word_t *wp,
+                                           int8_t *out, const nn2c_dw_window_t *window, int filter8) {
     const int32_t *rec = p->records;
     int8_t *const end = out + (C & ~3);
     if (window->col) { /* a 3x3 window inside the image */
@@ -2572,30 +2650,61 @@ __attribute__((noinline)) static void nn2c_dw_pixel_records(const nn2c_dw_simd_p
         for (int8_t *y = out; y != end; base += 4) {
             int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
             rec += 4;
-            nn2c_dsp_dw_taps3x3(base, col, row, &wp, s);
-            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
+            nn2c_dsp_dw_taps3x3(base, col, row, &wp, s, filter8);
+            nn2c_dsp_dw_record_out(nn2c_dsp_dw_doubled(s[0], filter8), nn2c_dsp_dw_doubled(s[1], filter8),
+                                   nn2c_dsp_dw_doubled(s[2], filter8), nn2c_dsp_dw_doubled(s[3], filter8), &rec, &y);
         }
     } else {
         for (int8_t *y = out; y != end; base += 4) {
             int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
             rec += 4;
-            nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
-            nn2c_dsp_dw_record_out(s[0], s[1], s[2], s[3], &rec, &y);
+            nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s, filter8);
+            nn2c_dsp_dw_record_out(nn2c_dsp_dw_doubled(s[0], filter8), nn2c_dsp_dw_doubled(s[1], filter8),
+                                   nn2c_dsp_dw_doubled(s[2], filter8), nn2c_dsp_dw_doubled(s[3], filter8), &rec, &y);
         }
     }
 #if !defined(NN2C_OMIT_DSP_DW_PARTIAL)
     if (C & 3) { /* the last 1-3 channels (a pruned layer's), byte by byte */
-        nn2c_dsp_dw_partial_records(rec, (const int16_t *)(const void *)wp, base, taps, n_taps, end, C & 3);
+        nn2c_dsp_dw_partial_records(rec, wp, filter8, base, taps, n_taps, end, C & 3);
     }
 #endif
 }
+
+/* One copy of its code for nn2c_dw_pixel and nn2c_dw_run_records, per kind of filter (nn2c_config.h leaves out
+ * the kinds no layer has). */
+#if !defined(NN2C_OMIT_DSP_DW_INT16)
+__attribute__((noinline)) static void nn2c_dw_pixel_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base,
+                                                            const intptr_t *taps, int32_t n_taps,
+                                                            const nn2c_simd_word_t *wp, int8_t *out,
+                                                            const nn2c_dw_window_t *window) {
+    nn2c_dw_pixel_records_any(p, C, base, taps, n_taps, wp, out, window, 0);
+}
+#endif
+
+#if !defined(NN2C_OMIT_DSP_DW_INT8) /* nn2c_config.h: some depthwise layer has an int8 filter (--optimize size) */
+__attribute__((noinline)) static void nn2c_dw_pixel_records8(const nn2c_dw_simd_params_t *p, int32_t C,
+                                                             uintptr_t base, const intptr_t *taps, int32_t n_taps,
+                                                             const nn2c_simd_word_t *wp, int8_t *out,
+                                                             const nn2c_dw_window_t *window) {
+    nn2c_dw_pixel_records_any(p, C, base, taps, n_taps, wp, out, window, 1);
+}
+#endif
 
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    (void)C, (void)base, (void)taps, (void)n_taps, (void)wp, (void)out, (void)window; /* (every path left out) */
     if (p->records) {
+#if !defined(NN2C_OMIT_DSP_DW_INT8)
+        if (p->filter8) {
+            nn2c_dw_pixel_records8(p, C, base, taps, n_taps, wp, out, window);
+            return;
+        }
+#endif
+#if !defined(NN2C_OMIT_DSP_DW_INT16)
         nn2c_dw_pixel_records(p, C, base, taps, n_taps, wp, out, window);
+#endif
         return;
     }
 #if !defined(NN2C_OMIT_DSP_DW_ARRAYS) /* nn2c_config.h: some layer reads the output stage from arrays */
@@ -2610,9 +2719,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         for (int8_t *y = out; y != end; y += 4, bias += 4, mp += 4, shp += 4, rp += 8, base += 4) {
             int32_t s[4] = {bias[0], bias[1], bias[2], bias[3]};
             if (window->col) {
-                nn2c_dsp_dw_taps3x3(base, window->col, window->row, &wp, s);
+                nn2c_dsp_dw_taps3x3(base, window->col, window->row, &wp, s, 0);
             } else {
-                nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s);
+                nn2c_dsp_dw_taps(base, taps, n_taps, &wp, s, 0);
             }
             nn2c_simd_st32(y, nn2c_dsp_requant4_right(s[0], s[1], s[2], s[3], mp, shp, rp, o->offset));
         }
@@ -2621,7 +2730,7 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
     }
     for (; c + 4 <= C; c += 4) {
         int32_t s[4] = {p->bias[c], p->bias[c + 1], p->bias[c + 2], p->bias[c + 3]};
-        nn2c_dsp_dw_taps(base + (uintptr_t)c, taps, n_taps, &wp, s);
+        nn2c_dsp_dw_taps(base + (uintptr_t)c, taps, n_taps, &wp, s, 0);
         int32_t y0 = nn2c_dsp_requant1(o, c, s[0]), y1 = nn2c_dsp_requant1(o, c + 1, s[1]);
         int32_t y2 = nn2c_dsp_requant1(o, c + 2, s[2]), y3 = nn2c_dsp_requant1(o, c + 3, s[3]);
         if (narrow) {
@@ -2638,7 +2747,7 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
     if (c < C) { /* the last, partial group */
         const int16_t *w16 = (const int16_t *)(const void *)wp;
         for (int32_t j = 0; c + j < C; ++j) {
-            const int32_t acc = nn2c_dsp_dw_partial_sum(w16, base, taps, n_taps, c + j, j, p->bias[c + j]);
+            const int32_t acc = nn2c_dsp_dw_partial_sum(w16, 0, base, taps, n_taps, c + j, j, p->bias[c + j]);
             out[c + j] = (int8_t)nn2c_simd_requant(o, acc, c + j);
         }
     }
@@ -2655,9 +2764,21 @@ NN2C_INLINE void nn2c_dw_run_records(const nn2c_dw_simd_params_t *p, int32_t C, 
                                      int32_t count, const intptr_t *inner, int32_t n_taps,
                                      const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
     const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    (void)p, (void)C, (void)base, (void)step, (void)count, (void)inner, (void)n_taps, (void)window, (void)wp;
+    (void)out; /* (nn2c_config.h may leave out both kinds of filter: no layer of the model has records) */
+#if !defined(NN2C_OMIT_DSP_DW_INT8)
+    if (p->filter8) {
+        for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
+            nn2c_dw_pixel_records8(p, C, base, inner, n_taps, wp, out, window);
+        }
+        return;
+    }
+#endif
+#if !defined(NN2C_OMIT_DSP_DW_INT16)
     for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
         nn2c_dw_pixel_records(p, C, base, inner, n_taps, wp, out, window);
     }
+#endif
 }
 #elif defined(NN2C_SIMD_MVE)
 /* Eight channels [c, c + 8) as int16 lanes: VMULLB / VMULLT multiply the even / odd ones into
@@ -3333,7 +3454,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
         uint32_t acc = (uint32_t)(record ? record[c % 4] : p->bias[at]);
         for (int32_t t = 0; t < n_taps; ++t) {
             int32_t w;
-            if (L == 4) { /* int16, c0 c2 c1 c3 */
+            if (L == 4 && p->filter8) { /* int8 in channel order (--optimize size) */
+                w = filter[(group * n_taps + t) * 4 + j];
+            } else if (L == 4) { /* int16, c0 c2 c1 c3 */
                 const int16_t *w16 = (const int16_t *)(const void *)filter;
                 w = w16[(group * n_taps + t) * 4 + (j >> 1) + 2 * (j & 1)];
             } else { /* L = 16: groups of 16, the last one zero-padded */
@@ -3341,7 +3464,9 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
             }
             acc += (uint32_t)((int32_t)nn2c_dw_tap(base, taps[t])[c] * w);
         }
-        out[c] = (int8_t)(record ? nn2c_record_requant_doubled((int32_t)acc, record + 4 + 3 * (c % 4))
+        /* (an int8 filter's sums doubled for the doubled records, as its int16 filter's weights double them) */
+        out[c] = (int8_t)(record ? nn2c_record_requant_doubled((int32_t)(acc << (L == 4 && p->filter8)),
+                                                               record + 4 + 3 * (c % 4))
                                  : nn2c_simd_requant(o, (int32_t)acc, at));
     }
 }

@@ -95,14 +95,18 @@ typedef struct {
     const int64_t *rounding;
     int32_t output_offset;
     int32_t act_min, act_max;
-    int32_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
-    int32_t right; /* as nn2c_gemm_s8_t.right: 2 every shift negative, 1 none positive, 0 some left shift */
     /* DSP, int8's whole activation range, every shift in [-24, -1]: the output stage as doubled records
      * instead of the four arrays above (NULL then), the filter's weights doubled too, so that each sum is twice
      * TFLite's; per group of 4 channels 16 words: the 4 doubled biases, then per channel its multiplier m,
      * 2^(r - 1) + offset 2^r and r (r = -shift; nn2c_record_requant_doubled); a last, partial group padded.
      * Else NULL. */
     const int32_t *records;
+    uint8_t lanes; /* L, channels per filter group: 4 (DSP, int16 filter) or 16 (MVE, int8 filter) */
+    uint8_t right; /* as nn2c_gemm_s8_t.right: 2 every shift negative, 1 none positive, 0 some left shift */
+    /* DSP with records, --optimize size: 1 where the filter is int8, [in_c / 4][taps][4] in channel order (the
+     * halves of its words' SXTB16 are the int16 filter's words: 2 instructions more a tap, half the bytes), its
+     * weights not doubled and the records' biases neither (the sums are doubled before the output stage) */
+    uint8_t filter8;
 } nn2c_dw_simd_params_t;
 
 #define NN2C_DW_SIMD_MAX_TAPS 64

@@ -697,11 +697,15 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
                 "shifts": "output shifts", "rounding": "output rounding constants"}
     doubled = lanes == 4 and doubled_records_fit(np.ascontiguousarray(data.T), bias_data, -zero_point(x), shifts,
                                                  zero_point(out), act_min, act_max)
+    # --optimize size: the int8 filter, half the int16 one's bytes, its sums doubled before the output stage
+    filter8 = doubled and ctx.optimize == "size"
     if doubled:
         idents = {k: "NULL" for k in per_channel}
-        records = ctx.const_array(doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out)), "int32_t",
-                                  "depthwise output stage per group of 4 channels: 4 doubled biases, then per "
-                                  "channel multiplier, rounding with the output offset, shift")
+        records = ctx.const_array(
+            doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out), double_bias=not filter8),
+            "int32_t", "depthwise output stage per group of 4 channels: 4 " + ("" if filter8 else "doubled ")
+            + "biases, then per channel multiplier, rounding with the output offset, shift")
+        ctx.take_path("DSP_DW_INT8" if filter8 else "DSP_DW_INT16")
         if geom.out_c % 4:
             ctx.take_path("DSP_DW_PARTIAL")
     else:
@@ -714,20 +718,23 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
         "right": _right_shifts(shifts),
-        "records": records,
+        "records": records, **({"filter8": 1} if filter8 else {}),
     })
     if lanes == 16 and _right_shifts(shifts) and not (
             (geom.filter_h, geom.filter_w) == (3, 3) and geom.out_c % 16 == 0):
         ctx.take_path("MVE_DW_ANY")
     scratch = ctx.scratch(geom.in_c)
-    if lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word); doubled records:
+    if filter8:  # DSP at size: int8 in channel order per group of 4 (SXTB16 of a word: c0 c2 and c1 c3)
+        packed = ctx.const_array(pack_dw_filter(data, 4).reshape(-1), "int8_t",
+                                 "depthwise filter, groups of 4 channels as int8 (--optimize size)")
+    elif lanes == 4:  # DSP: int16, c0 c2 c1 c3 per group (the halves of SXTB16 of an input word); doubled records:
         # the weights doubled (the sums twice TFLite's)
         packed = ctx.const_array(
             (pack_dw_filter(data, 4)[..., [0, 2, 1, 3]].astype(np.int16) * (2 if doubled else 1)).reshape(-1),
             "int16_t", "depthwise filter, groups of 4 channels as int16 (c0 c2 c1 c3)" + (", doubled" if doubled else ""))
     else:  # MVE: groups of 16 channels, the last one zero-padded (its loads and stores predicated)
         packed = ctx.const_array(pack_dw_filter(data, 16).reshape(-1), "int8_t", "depthwise filter, groups of 16 channels")
-    filter_arg = f"(const int8_t *){packed}" if lanes == 4 else packed
+    filter_arg = f"(const int8_t *){packed}" if lanes == 4 and not filter8 else packed
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
 
 
