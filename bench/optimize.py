@@ -1,11 +1,14 @@
 """--optimize speed | balanced | size on Cortex-M: instructions and flash of each, against TFLM's flatbuffer.
 
 For the models whose layers take the choice (int8 FULLY_CONNECTED but the row-streamed ones of a row
-group; int8 LSTM and SVDF), on every bench core: compile with each --optimize level, cross-build, run seeded inputs in
+group; int8 LSTM and SVDF; int8 DEPTHWISE_CONV_2D whose output stage is records, on the Arm DSP), on every bench
+core: compile with each --optimize level, cross-build, run seeded inputs in
 QEMU (nn2c.targets.cortexm_bench, outputs checked against TFLM bit for bit; the larger memory map
 where the image does not fit 512 KiB) and count instructions per inference; flash weights and code as
 linked. The model's own weight bytes are the constant buffers of its .tflite (filters and biases as
-TFLite stores them). Writes the `optimize` section of docs/BENCHMARKS.md.
+TFLite stores them); beside them, the per-channel quantization arrays of those tensors (a float32 scale and an
+int64 zero point each), which the file keeps outside its buffers and TFLM reads to compute the per-channel
+multipliers nn2c stores. Writes the `optimize` section of docs/BENCHMARKS.md.
 
     python bench/optimize.py [--models ad01_int8 ...] [--targets cortex-m4 cortex-m55 cortex-m7]
 """
@@ -30,16 +33,21 @@ from nn2c.targets.cortexm_bench import bench_model  # noqa: E402
 from nn2c.targets.cortexm_build import missing_tools  # noqa: E402
 
 MODELS = ["mlcommons_tiny/ad01_int8", "tinyengine/ptq_mnist_lenet-300-100", "mlcommons_tiny/kws_ref_model",
-          "tflite_micro/hello_world_int8", "tflite_micro/trained_lstm_int8", "tflite_micro/keyword_scrambled_8bit"]
+          "tflite_micro/hello_world_int8", "tflite_micro/trained_lstm_int8", "tflite_micro/keyword_scrambled_8bit",
+          "mlcommons_tiny/vww_96_int8", "tflite_micro/person_detect", "tinyengine/vww"]
 TARGETS = ["cortex-m4", "cortex-m55", "cortex-m7"]
 TFLM_COLUMN = {"cortex-m4": 0, "cortex-m55": 1}  # TFLM_CMSIS's instructions per core
 
 
-def model_weight_bytes(path: Path) -> int:
-    """The constant buffers of the model file as loaded: its filters and biases as TFLite stores them."""
+def model_weight_bytes(path: Path) -> tuple[int, int]:
+    """The constant buffers of the model file as loaded (its filters and biases as TFLite stores them), and the
+    per-channel quantization arrays of those tensors: 4 bytes of scale and 8 of zero point a channel."""
     graph = load_model(path)
     constants = {id(v): v for node in graph.nodes for v in node.inputs if v is not None and v.is_constant}
-    return sum(v.data.nbytes for v in constants.values() if v.data is not None)
+    buffers = sum(v.data.nbytes for v in constants.values() if v.data is not None)
+    quantization = sum(4 * len(q.scale) + 8 * len(q.zero_point) for v in constants.values()
+                       if (q := v.type.quant) is not None and len(q.scale) > 1)
+    return buffers, quantization
 
 
 def measure(model: str, target: str, optimize: str, inputs: int) -> dict:
@@ -70,14 +78,19 @@ def render(rows: list[dict], inputs: int) -> str:
         "`speed` and `size` run nn2c_fc_s8_rows, the filter as row sums: for `speed` widened to int16 in SMLAD "
         "order on the Arm DSP (17 instructions per 16 MACs, twice the filter's flash; Helium's row sums read int8 "
         "already, so its `speed` is `balanced`), for `size` int8 in exactly the model's bytes (4 rows interleaved "
-        "on the DSP), a per-tensor filter's multiplier in the parameter struct and no rounding tables. And to the "
-        "int8 LSTM and SVDF weights on the Arm DSP: int16 at `speed` and `balanced`, int8 at `size`. Flash "
+        "on the DSP), a per-tensor filter's multiplier in the parameter struct and no rounding tables. To the "
+        "int8 LSTM and SVDF weights on the Arm DSP: int16 at `speed` and `balanced`, int8 at `size`. And to the "
+        "Arm DSP's int8 DEPTHWISE_CONV_2D layers whose output stage is records: their filter int16 at `speed` and "
+        "`balanced`, int8 at `size` (2 instructions more a tap). Flash "
         "weights and code as linked (arrays aligned to 16 bytes); the model's weights = the constant buffers of "
-        "its .tflite (filters and biases), beside the file's size. TFLM ratio = instructions / TFLM + CMSIS-NN's "
+        "its .tflite (filters and biases), then the per-channel quantization arrays of those tensors (float32 "
+        "scales, int64 zero points: outside the buffers; TFLM computes its per-channel multipliers from them, nn2c "
+        "stores its multipliers and shifts among its weights), then the file's size. TFLM ratio = instructions / TFLM + CMSIS-NN's "
         "(shared/docs/baseline-cortexm.md). QEMU counts instructions; it does not model the M7's dual issue.",
         "",
         "| model | core | instructions speed / balanced / size | TFLM ratio speed / balanced / size "
-        "| weights speed / balanced / size (B) | model's weights / .tflite (B) | code speed / balanced / size (B) "
+        "| weights speed / balanced / size (B) | model's weights / per-channel quantization arrays / .tflite (B) "
+        "| code speed / balanced / size (B) "
         "| TFLM |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -94,7 +107,7 @@ def render(rows: list[dict], inputs: int) -> str:
             lines.append(
                 f"| {row['model']} | {target} | " + " / ".join(f"{r['instructions']:,.0f}" for r in levels)
                 + f" | {ratio} | " + " / ".join(f"{r['weights']:,}" for r in levels)
-                + f" | {row['model_weights']:,} / {row['file_bytes']:,} | "
+                + f" | {row['model_weights']:,} / {row['quantization']:,} / {row['file_bytes']:,} | "
                 + " / ".join(f"{r['code']:,}" for r in levels) + " | "
                 + " / ".join("bit-exact" if r["exact"] else "within tolerance" for r in levels) + " |")
     return "\n".join(lines)
@@ -114,7 +127,9 @@ def main() -> None:
     rows = []
     for model in [m for m in MODELS if not args.models or any(m.endswith(s) for s in args.models)]:
         path = ROOT / "models" / f"{model}.tflite"
-        row: dict = {"model": model, "model_weights": model_weight_bytes(path), "file_bytes": path.stat().st_size,
+        buffers, quantization = model_weight_bytes(path)
+        row: dict = {"model": model, "model_weights": buffers, "quantization": quantization,
+                     "file_bytes": path.stat().st_size,
                      "targets": {}}
         for target in args.targets:
             runs: dict = {}
