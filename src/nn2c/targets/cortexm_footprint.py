@@ -18,7 +18,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-FLASH_SECTIONS = {".text", ".ARM.extab", ".ARM.exidx", ".data"}
+# (.weights: the Cortex-M55 large memory map's read-only data in DDR, cortexm_build.large_memory_script: the
+# weights and the bench inputs, read-only memory as flash is; without it such an image showed 0 B of weights)
+FLASH_SECTIONS = {".text", ".ARM.extab", ".ARM.exidx", ".data", ".weights"}
 RAM_SECTIONS = {".data", ".bss"}
 HARNESS_OBJECTS = {"nn2c_startup.o", "nn2c_bench_main.o", "nn2c_bench_inputs.o"}
 
