@@ -2479,43 +2479,28 @@ NN2C_INLINE void nn2c_dsp_dw_taps(uintptr_t bc, const intptr_t *tp, int32_t n_ta
     }
 #else
     int32_t x, xe, we, wo;
+/* the loop over the taps, STEP a loop iteration (k of them) */
+#define NN2C_DSP_DW_TAPS_LOOP(STEP, K) \
+    do { \
+        int32_t k = (K); \
+        __asm__ volatile("1:\n\t" STEP \
+                         "subs   %[k], %[k], #1\n\t" \
+                         "bne    1b\n\t" \
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), \
+                           [wp] "+r"(wp), [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo) \
+                         : [bc] "r"(bc) \
+                         : "cc", "memory"); \
+    } while (0)
     if (filter8 && n_taps % 3 == 0) {
-        int32_t k = n_taps / 3;
-        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8
-                         "subs   %[k], %[k], #1\n\t"
-                         "bne    1b\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
-                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [bc] "r"(bc)
-                         : "cc", "memory");
+        NN2C_DSP_DW_TAPS_LOOP(NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8 NN2C_DSP_DW_TAP8, n_taps / 3);
     } else if (filter8) {
-        int32_t k = n_taps;
-        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP8
-                         "subs   %[k], %[k], #1\n\t"
-                         "bne    1b\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
-                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [bc] "r"(bc)
-                         : "cc", "memory");
+        NN2C_DSP_DW_TAPS_LOOP(NN2C_DSP_DW_TAP8, n_taps);
     } else if (n_taps % 3 == 0) {
-        int32_t k = n_taps / 3;
-        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP
-                         "subs   %[k], %[k], #1\n\t"
-                         "bne    1b\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
-                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [bc] "r"(bc)
-                         : "cc", "memory");
+        NN2C_DSP_DW_TAPS_LOOP(NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP NN2C_DSP_DW_TAP, n_taps / 3);
     } else {
-        int32_t k = n_taps;
-        __asm__ volatile("1:\n\t" NN2C_DSP_DW_TAP
-                         "subs   %[k], %[k], #1\n\t"
-                         "bne    1b\n\t"
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [tp] "+r"(tp), [wp] "+r"(wp),
-                           [k] "+r"(k), [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [bc] "r"(bc)
-                         : "cc", "memory");
+        NN2C_DSP_DW_TAPS_LOOP(NN2C_DSP_DW_TAP, n_taps);
     }
+#undef NN2C_DSP_DW_TAPS_LOOP
 #endif
     *w = wp;
     s[0] = s0;
@@ -2550,21 +2535,19 @@ NN2C_INLINE void nn2c_dsp_dw_taps3x3(uintptr_t b, int32_t col, int32_t row, cons
     }
 #else
     int32_t x, xe, we, wo;
+/* the three rows of ROW's taps */
+#define NN2C_DSP_DW_WINDOW3X3(ROW) \
+    __asm__ volatile(ROW "add    %[b], %[b], %[row]\n\t" ROW "add    %[b], %[b], %[row]\n\t" ROW \
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp), \
+                       [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo) \
+                     : [col] "r"(col), [row] "r"(row) \
+                     : "memory")
     if (filter8) {
-        __asm__ volatile(NN2C_DSP_DW_ROW3_8 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3_8
-                         "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3_8
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
-                           [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [col] "r"(col), [row] "r"(row)
-                         : "memory");
+        NN2C_DSP_DW_WINDOW3X3(NN2C_DSP_DW_ROW3_8);
     } else {
-        __asm__ volatile(NN2C_DSP_DW_ROW3 "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
-                         "add    %[b], %[b], %[row]\n\t" NN2C_DSP_DW_ROW3
-                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [b] "+r"(b), [wp] "+r"(wp),
-                           [x] "=&r"(x), [xe] "=&r"(xe), [we] "=&r"(we), [wo] "=&r"(wo)
-                         : [col] "r"(col), [row] "r"(row)
-                         : "memory");
+        NN2C_DSP_DW_WINDOW3X3(NN2C_DSP_DW_ROW3);
     }
+#undef NN2C_DSP_DW_WINDOW3X3
 #endif
     *w = wp;
     s[0] = s0;
