@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,21 @@ from nn2c.verify.build import OBJECT_CACHE_ENV
 # the kernels' objects compiled once per content and flags, shared by the workers and by the CLI runs of the
 # tests (nn2c.verify.build): most of the suite's time went into compiling the same kernels again
 os.environ.setdefault(OBJECT_CACHE_ENV, str(Path(tempfile.gettempdir()) / f"nn2c_test_objects_{os.getuid()}"))
+OBJECT_CACHE_DAYS = 7  # a run with changed kernels adds some 50 MB of objects: older ones are deleted
+
+
+def pytest_sessionstart(session):
+    """Before any worker builds (the controller, or a run without workers): delete the cache's objects and side
+    files written more than OBJECT_CACHE_DAYS ago; a build that needs one compiles it again."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    cutoff = time.time() - OBJECT_CACHE_DAYS * 86400
+    for path in Path(os.environ[OBJECT_CACHE_ENV]).glob("*"):
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass  # (another run's files, or gone already)
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
