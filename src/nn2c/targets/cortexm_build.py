@@ -170,7 +170,7 @@ def build_image(model_dir: Path, name: str, records: list[bytes], target: str, b
     objects_dir.mkdir(exist_ok=True)
     warnings: list[str] = []
     objects = []
-    from nn2c.verify.build import cached_object, default_object_cache
+    from nn2c.verify.build import SIDE_FILES, cached_object, default_object_cache
 
     cache = default_object_cache()
     for source in model_sources + runtime_sources:
@@ -178,9 +178,9 @@ def build_image(model_dir: Path, name: str, records: list[bytes], target: str, b
         if cache and source.parent.name == "nn2c_kernels":  # (kernels include only their own folder's files)
             cached, messages = cached_object(gcc, flags, source, cache)
             if cached is not None:  # under its own name: the map file's objects name the layers' code
-                shutil.copyfile(cached, obj)
-                if cached.with_suffix(".su").exists():
-                    shutil.copyfile(cached.with_suffix(".su"), obj.with_suffix(".su"))
+                for suffix in (".o", *SIDE_FILES):  # (-fstack-usage's .su: tests/test_cortexm.py reads them)
+                    if cached.with_suffix(suffix).exists():
+                        shutil.copyfile(cached.with_suffix(suffix), obj.with_suffix(suffix))
             returncode = int(cached is None)
         else:
             result = _run([gcc, *flags, *includes, "-c", str(source), "-o", str(obj)], cwd=objects_dir)
