@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -25,6 +26,8 @@ def pytest_sessionstart(session):
         return
     cutoff = time.time() - OBJECT_CACHE_DAYS * 86400
     for path in Path(os.environ[OBJECT_CACHE_ENV]).glob("*"):
+        if not re.fullmatch(r".+_[0-9a-f]{32}\.(o|txt|su)", path.name):
+            continue  # (only what nn2c.verify.build.cached_object writes: the directory may be a user's)
         try:
             if path.is_file() and path.stat().st_mtime < cutoff:
                 path.unlink()
