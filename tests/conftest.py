@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nn2c.verify.build import OBJECT_CACHE_ENV
+from nn2c.verify.build import OBJECT_CACHE_ENV, prune_object_cache
 
 # the kernels' objects compiled once per content and flags, shared by the workers and by the CLI runs of the
 # tests (nn2c.verify.build): most of the suite's time went into compiling the same kernels again
@@ -20,19 +19,11 @@ OBJECT_CACHE_DAYS = 7  # a run with changed kernels adds some 50 MB of objects: 
 
 
 def pytest_sessionstart(session):
-    """Before any worker builds (the controller, or a run without workers): delete the cache's objects and side
-    files written more than OBJECT_CACHE_DAYS ago; a build that needs one compiles it again."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    cutoff = time.time() - OBJECT_CACHE_DAYS * 86400
-    for path in Path(os.environ[OBJECT_CACHE_ENV]).glob("*"):
-        if not re.fullmatch(r".+_[0-9a-f]{32}\.(o|txt|su)", path.name):
-            continue  # (only what nn2c.verify.build.cached_object writes: the directory may be a user's)
-        try:
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink()
-        except OSError:
-            pass  # (another run's files, or gone already)
+    """Before any worker builds (the controller, or a run without workers): the cache's files written more than
+    OBJECT_CACHE_DAYS ago are deleted."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        prune_object_cache(Path(os.environ[OBJECT_CACHE_ENV]), time.time() - OBJECT_CACHE_DAYS * 86400)
+
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 

@@ -3,6 +3,7 @@ file it includes changes, none from a failed compile."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from nn2c.api import CompileOptions, compile_model
 from nn2c.errors import BuildError
-from nn2c.verify.build import OBJECT_CACHE_ENV, build, run
+from nn2c.verify.build import OBJECT_CACHE_ENV, build, prune_object_cache, run
 from nn2c.verify.inputs import random_records
 from tests.conftest import model_path
 
@@ -91,3 +92,18 @@ def test_cortex_m_image_from_cached_kernels_is_the_same(tmp_path: Path, monkeypa
         assert report.footprint.flash_code == plain.footprint.flash_code
     plain_su = sorted(p.name for p in (tmp_path / "plain").rglob("obj/*.su"))
     assert plain_su and sorted(p.name for p in (tmp_path / "cached1").rglob("obj/*.su")) == plain_su
+
+
+def test_pruning_deletes_only_old_cached_files(tmp_path: Path):
+    result = compile_model(model_path("tflite_micro/hello_world_int8.tflite"), CompileOptions())
+    cache = tmp_path / "cache"
+    build(result.write(tmp_path / "hello"), tmp_path / "a", object_cache=cache)
+    cached = sorted(cache.glob("*"))
+    assert {p.suffix for p in cached} == {".o", ".txt"}
+    foreign = cache / "notes_0123456789abcdef0123456789abcdef.md"  # a user's file in the same directory
+    foreign.write_text("kept")
+    os.utime(foreign, (0, 0))
+    prune_object_cache(cache, older_than=cached[0].stat().st_mtime - 1)  # all cached files newer: kept
+    assert sorted(cache.glob("*")) == sorted([*cached, foreign])
+    prune_object_cache(cache, older_than=cached[-1].stat().st_mtime + 1)
+    assert sorted(cache.glob("*")) == [foreign]

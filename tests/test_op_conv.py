@@ -515,11 +515,12 @@ def test_depthwise_int8_filter_at_size(tmp_path: Path, monkeypatch, build: str):
     path = tmp_path / "model.tflite"
     path.write_bytes(_quantized_model([(c, True) for c in DEPTHWISE_CASES], "int8", 21))
     options = CompileOptions(target="cortex-m4", optimize="size", planner="greedy")
-    weights = compile_model(path, options).files["model_weights.c"]
+    size = compile_model(path, options)
+    weights = size.files["model_weights.c"]
     records = weights.count("depthwise output stage per group of 4 channels: 4 biases")
     assert records >= 10 and weights.count("groups of 4 channels as int8 (--optimize size)") == records
     balanced = compile_model(path, CompileOptions(target="cortex-m4", planner="greedy"))
-    assert compile_model(path, options).code.weight_bytes < balanced.code.weight_bytes
+    assert size.code.weight_bytes < balanced.code.weight_bytes
     if build == "host":  # an M4 size lowering built for the host: the portable kernel reads the int8 filter
         report = verify_model(path, count=2, references=("tflm",), workdir=tmp_path / "host", options=options)
         assert report.comparisons and not [c for c in report.comparisons if c.mismatches]

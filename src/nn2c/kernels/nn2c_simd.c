@@ -2601,6 +2601,12 @@ NN2C_INLINE int32_t nn2c_dsp_dw_partial_sum(const void *w, int filter8, uintptr_
     return (int32_t)sum;
 }
 
+/* A sum of an int8 filter (filter8) doubled for the doubled records (doubled_records_fit: twice it fits int32),
+ * in a register (a loop over the sums' array kept them in memory: 24 instructions a group of 4). */
+NN2C_INLINE int32_t nn2c_dsp_dw_doubled(int32_t sum, int filter8) {
+    return (int32_t)((uint32_t)sum << filter8);
+}
+
 #if !defined(NN2C_OMIT_DSP_DW_PARTIAL) /* nn2c_config.h: some depthwise layer from records has C % 4 != 0 */
 /* The last n < 4 channels of a pixel whose output stage is records (records and filter padded to a group of
  * 4). */
@@ -2608,17 +2614,10 @@ static void nn2c_dsp_dw_partial_records(const int32_t *rec, const void *w, int f
                                         const intptr_t *taps, int32_t n_taps, int8_t *out, int32_t n) {
     for (int32_t j = 0; j < n; ++j) {
         const int32_t sum = nn2c_dsp_dw_partial_sum(w, filter8, base, taps, n_taps, j, j, rec[j]);
-        /* (an int8 filter's sums are TFLite's: doubled here, as the int16 filter's weights double them) */
-        out[j] = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)sum << filter8), rec + 4 + 3 * j);
+        out[j] = (int8_t)nn2c_record_requant_doubled(nn2c_dsp_dw_doubled(sum, filter8), rec + 4 + 3 * j);
     }
 }
 #endif
-
-/* A sum of an int8 filter (filter8) doubled for the doubled records (doubled_records_fit: twice it fits int32),
- * in a register (a loop over the sums' array kept them in memory: 24 instructions a group of 4). */
-NN2C_INLINE int32_t nn2c_dsp_dw_doubled(int32_t sum, int filter8) {
-    return (int32_t)((uint32_t)sum << filter8);
-}
 
 /* The channels of one pixel whose output stage is doubled records (the codegen's test; padded to whole groups
  * of 4); filter8 a constant of the instances below. An int8 filter's sums are TFLite's, doubled before the
@@ -2673,23 +2672,39 @@ __attribute__((noinline)) static void nn2c_dw_pixel_records8(const nn2c_dw_simd_
 }
 #endif
 
+/* count neighbouring output pixels of a layer with records (windows `step` bytes apart, inner: their tap offsets;
+ * nn2c_dw_pixel runs one over the border with its own table) in a loop of their own: the pixel loop of nn2c_dw_s8_simd spent about 70
+ * instructions a pixel outside its channel groups on 8-channel layers (vww_96_int8's 48x48 one, QEMU), its
+ * border tests and some 25 values reloaded around the assembly. */
+NN2C_INLINE void nn2c_dw_run_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base, int32_t step,
+                                     int32_t count, const intptr_t *inner, int32_t n_taps,
+                                     const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    (void)p, (void)C, (void)base, (void)step, (void)count, (void)inner, (void)n_taps, (void)window, (void)wp;
+    (void)out; /* (nn2c_config.h may leave out both kinds of filter: no layer of the model has records) */
+#if !defined(NN2C_OMIT_DSP_DW_INT8)
+    if (p->filter8) {
+        for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
+            nn2c_dw_pixel_records8(p, C, base, inner, n_taps, wp, out, window);
+        }
+        return;
+    }
+#endif
+#if !defined(NN2C_OMIT_DSP_DW_INT16)
+    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
+        nn2c_dw_pixel_records(p, C, base, inner, n_taps, wp, out, window);
+    }
+#endif
+}
 NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_out_t *o,
                                int32_t C, uintptr_t base, const intptr_t *taps, int32_t n_taps, const int8_t *filter,
                                int8_t *out, const nn2c_dw_window_t *window) {
-    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
-    (void)C, (void)base, (void)taps, (void)n_taps, (void)wp, (void)out, (void)window; /* (every path left out) */
     if (p->records) {
-#if !defined(NN2C_OMIT_DSP_DW_INT8)
-        if (p->filter8) {
-            nn2c_dw_pixel_records8(p, C, base, taps, n_taps, wp, out, window);
-            return;
-        }
-#endif
-#if !defined(NN2C_OMIT_DSP_DW_INT16)
-        nn2c_dw_pixel_records(p, C, base, taps, n_taps, wp, out, window);
-#endif
+        nn2c_dw_run_records(p, C, base, 0, 1, taps, n_taps, window, filter, out);
         return;
     }
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
+    (void)wp; /* (every path left out) */
 #if !defined(NN2C_OMIT_DSP_DW_ARRAYS) /* nn2c_config.h: some layer reads the output stage from arrays */
     const int narrow = o->lo > -128 || o->hi < 127;
     int32_t c = 0;
@@ -2739,30 +2754,6 @@ NN2C_INLINE void nn2c_dw_pixel(const nn2c_dw_simd_params_t *p, const nn2c_simd_o
 #endif
 }
 
-/* count neighbouring output pixels of a layer with records (windows `step` bytes apart, all inside the image;
- * inner: their tap offsets) in a loop of their own: the pixel loop of nn2c_dw_s8_simd spent about 70
- * instructions a pixel outside its channel groups on 8-channel layers (vww_96_int8's 48x48 one, QEMU), its
- * border tests and some 25 values reloaded around the assembly. */
-NN2C_INLINE void nn2c_dw_run_records(const nn2c_dw_simd_params_t *p, int32_t C, uintptr_t base, int32_t step,
-                                     int32_t count, const intptr_t *inner, int32_t n_taps,
-                                     const nn2c_dw_window_t *window, const int8_t *filter, int8_t *out) {
-    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)filter;
-    (void)p, (void)C, (void)base, (void)step, (void)count, (void)inner, (void)n_taps, (void)window, (void)wp;
-    (void)out; /* (nn2c_config.h may leave out both kinds of filter: no layer of the model has records) */
-#if !defined(NN2C_OMIT_DSP_DW_INT8)
-    if (p->filter8) {
-        for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
-            nn2c_dw_pixel_records8(p, C, base, inner, n_taps, wp, out, window);
-        }
-        return;
-    }
-#endif
-#if !defined(NN2C_OMIT_DSP_DW_INT16)
-    for (; count > 0; --count, base += (uintptr_t)(intptr_t)step, out += C) {
-        nn2c_dw_pixel_records(p, C, base, inner, n_taps, wp, out, window);
-    }
-#endif
-}
 #elif defined(NN2C_SIMD_MVE)
 /* Eight channels [c, c + 8) as int16 lanes: VMULLB / VMULLT multiply the even / odd ones into
  * int32 lanes (per-channel arrays are stored in that order per group of 8: 0 2 4 6 1 3 5 7). */

@@ -39,6 +39,7 @@ def c_sources(out_dir: Path) -> list[str]:
 
 OBJECT_CACHE_ENV = "NN2C_OBJECT_CACHE"
 SIDE_FILES = (".su",)  # -fstack-usage's frame sizes (the Cortex-M bench's flags), kept beside a cached object
+_KEY_DIGITS = 32  # hex digits of the key in a cached file's name: NAME_KEY.o, .txt (its messages), SIDE_FILES
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
@@ -51,25 +52,24 @@ def build(out_dir: str | Path, exe: str | Path | None = None, extra_flags: list[
     compiler = c_compiler()
     flags = [*WARNING_FLAGS, opt, *(extra_flags or [])]
     cache = object_cache or default_object_cache()
-    kernels = sorted((out_dir / "nn2c_kernels").glob("*.c"))
-    if cache and kernels:
-        inputs = sorted(str(p) for p in out_dir.glob("*.c"))
-        for kernel in kernels:
-            obj, messages = cached_object(compiler, flags, kernel, Path(cache))
+    inputs = []
+    for source in map(Path, c_sources(out_dir)):
+        if cache and source.parent.name == "nn2c_kernels":
+            obj, messages = cached_object(compiler, flags, source, Path(cache))
             if obj is None:
-                raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(messages.strip().splitlines()[:20]))
-            inputs.append(str(obj))
-    else:
-        inputs = c_sources(out_dir)
-    _compile([compiler, *flags, "-I", str(out_dir), *inputs, "-o", str(exe), "-lm"], out_dir)
+                raise _failure(out_dir, messages)
+            source = obj
+        inputs.append(str(source))
+    result = subprocess.run([compiler, *flags, "-I", str(out_dir), *inputs, "-o", str(exe), "-lm"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise _failure(out_dir, result.stderr)
     return exe
 
 
-def _compile(command: list[str], out_dir: Path) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        first = (result.stderr.strip().splitlines() or ["(no message)"])[:20]
-        raise BuildError(f"C compiler failed on {out_dir}: " + "\n".join(first))
+def _failure(out_dir: Path, stderr: str) -> BuildError:
+    first = (stderr.strip().splitlines() or ["(no message)"])[:20]
+    return BuildError(f"C compiler failed on {out_dir}: " + "\n".join(first))
 
 
 def default_object_cache() -> Path | None:
@@ -86,7 +86,7 @@ def cached_object(compiler: str, flags: list[str], source: Path, cache: Path) ->
     key = hashlib.sha256(_compiler_version(compiler) + "\0".join([compiler, *flags]).encode())
     for path in _quoted_includes(source):
         key.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
-    obj = cache / f"{source.stem}_{key.hexdigest()[:32]}.o"
+    obj = cache / f"{source.stem}_{key.hexdigest()[:_KEY_DIGITS]}.o"
     messages = obj.with_suffix(".txt")  # written before the object: an object always has its messages
     if not obj.exists():
         cache.mkdir(parents=True, exist_ok=True)
@@ -104,6 +104,19 @@ def cached_object(compiler: str, flags: list[str], source: Path, cache: Path) ->
                 partial.with_suffix(suffix).replace(obj.with_suffix(suffix))
         partial.replace(obj)  # atomic: a concurrent build sees the whole object or none
     return obj, messages.read_text()
+
+
+def prune_object_cache(cache: Path, older_than: float) -> None:
+    """Delete the files cached_object wrote in cache (and only those: the directory may hold others) whose last
+    change is before `older_than` (seconds since the epoch); a later build compiles what it needs again."""
+    suffixes = "|".join(s.lstrip(".") for s in (".o", ".txt", *SIDE_FILES))
+    ours = re.compile(rf".+_[0-9a-f]{{{_KEY_DIGITS}}}\.({suffixes})")
+    for path in cache.glob("*"):
+        try:
+            if ours.fullmatch(path.name) and path.is_file() and path.stat().st_mtime < older_than:
+                path.unlink()
+        except OSError:
+            pass  # (gone already: another run pruned it)
 
 
 def _quoted_includes(source: Path) -> list[Path]:
