@@ -158,14 +158,15 @@ def test_simd_kernels_beat_portable_and_tflm(model, target, tmp_path):
 
 
 @pytest.mark.parametrize(("target", "optimize"), [("cortex-m4", "balanced"), ("cortex-m4", "size"),
-                                                ("cortex-m55", "balanced")])
+                                                ("cortex-m55", "balanced"), ("cortex-m55", "size")])
 def test_recurrent_row_sums_on_odd_shapes(target, optimize, tmp_path):
     """The recurrent kernels' SIMD row sums (nn2c_sums_s8, nn2c_dots_s8) where the real models have no
     such shapes: row counts that are not a multiple of 4 (the DSP layout's padded group), depths with a
     tail of 1-3 inputs (and an input of 2, no whole word), non-zero input / state zero points folded into
     the constants, several rows of a time-major LSTM batch and a rank-3 SVDF; bit-exact with TFLM in QEMU
-    over inputs whose state carries. On the Cortex-M4 with --optimize size too: the weights as int8, 4
-    rows interleaved (nn2c_sums_s8_narrow), instead of widened to int16."""
+    over inputs whose state carries. With --optimize size too: on the Cortex-M4 the weights as int8, 4 rows
+    interleaved (nn2c_sums_s8_narrow), instead of widened to int16; on both cores the SVDF features' input
+    offset applied at run time (nn2c_sums_s8_offset)."""
     models = {
         "lstm": _lstm_model_bytes(23, 2, 3, 7, 6, True, "int8", -20, 2, 2.0**-10, 10.0),
         "lstm_tail": _lstm_model_bytes(11, 1, 4, 9, 10, False, "int8", -5, 3, 0.0003, 3.0),

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import tflite
 
-from nn2c.api import compile_model, load_model
+from nn2c.api import CompileOptions, compile_model, load_model
 from nn2c.errors import UnsupportedOpError
 from nn2c.ir import Graph, Node, Value
+from nn2c.verify.compare import verify_model
 from tests.conftest import model_path
 from tests.oracle_check import assert_matches_tflm
 from tests.tflite_builder import ModelBuilder, _snake, options_table_name
@@ -74,6 +75,27 @@ def test_svdf_int8_int8_state(tmp_path, batches, input_size, units, rank, memory
     model = _int8_svdf(batches * 7 + memory, batches, input_size, units, rank, memory, "int8",
                        -11, output_zp, state_zp, "RELU")
     assert_matches_tflm(model, tmp_path, records=6, seed=memory)
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("state_dtype", ["int16", "int8"])
+def test_svdf_at_size_applies_the_input_offset_at_run_time(tmp_path, target, state_dtype):
+    """--optimize size: the feature sums take the input's zero point at run time (nn2c_sums_s8_offset) instead
+    of a folded constant per filter, so the weights are exactly the model's tensors; bit-exact with TFLM on
+    the host, for each target's lowering (its int8 row layout: 4 rows interleaved on the Arm DSP, read by the
+    host's portable reader here; the QEMU runs are tests/test_cortexm.py's), with 10 filters (a partial group
+    of 4) and 13 inputs (a tail of 1 after whole words)."""
+    batches, input_size, units, rank, memory = 2, 13, 5, 2, 4
+    model = _int8_svdf(41, batches, input_size, units, rank, memory, state_dtype, -37, 6, 0, "NONE")
+    path = tmp_path / "svdf.tflite"
+    path.write_bytes(model)
+    options = CompileOptions(target=target, optimize="size")
+    compiled = compile_model(path, options)
+    filters, element = units * rank, 2 if state_dtype == "int16" else 1
+    assert compiled.code.weight_bytes == filters * input_size + filters * memory * element + 4 * units
+    assert "feature_offsets = NULL" in compiled.files["svdf.c"]
+    report = verify_model(path, count=5, seed=3, references=("tflm",), workdir=tmp_path / "c", options=options)
+    assert report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons), report.comparisons
 
 
 def _float_svdf(seed: int, batches: int, input_size: int, units: int, rank: int, memory: int,

@@ -36,6 +36,9 @@ class Target:
     # nn2c_sums_s8 (a constant int8 matrix times a vector: LSTM gates, SVDF features): True (DSP) = groups of
     # 4 rows widened to int16 in SMLAD order (codegen/ops/conv.py pack_rows); False = [rows][depth] int8
     row_sums_int16: bool = False
+    # the output stages' 64-bit rounding constants (codegen/ops/conv.py requant_rounding, 16 B a channel): read
+    # by the Arm DSP kernels' fused high multiply; Helium's VQRDMULH stage and the portable code need none
+    rounding_tables: bool = False
     alignment: int = 16  # bytes: weight arrays, the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown
     vector_registers: int = 0  # SIMD vector registers (MVE: Q0-Q7); DSP SIMD works in the general ones
@@ -87,12 +90,14 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     # measures its kernels on the M4 only to show them); --sparse always uses the sparse kernels there
     Target("host"),
     Target("cortex-m4", mcpu="cortex-m4", fpu="fpv4-sp-d16", float_abi="hard", qemu_board="mps2-an386",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, gp_registers=13,
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
+           gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
            sparse_packed_extra=_DSP_PACKED_EXTRA),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
-           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, gp_registers=13,
+           simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
+           gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
            sparse_packed_extra=_DSP_PACKED_EXTRA),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",

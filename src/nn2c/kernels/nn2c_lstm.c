@@ -43,13 +43,13 @@ NN2C_INLINE int16_t nn2c_lstm_activate(int g, int32_t from_x, int32_t from_h) {
 /* Gate rows whose sums are computed at a time (stack arrays: no arena scratch). */
 #define NN2C_LSTM_CHUNK 16
 
-/* acc[k] = folded[first + k] + sum_d w[first + k][d] v[d] (+ the weight-offset term), k < count: part of
- * one of a gate's two FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); `sums` the
- * row sums of w's layout (nn2c_rows_sums). */
+/* acc[k] = init[k] + sum_d w[first + k][d] v[d] (+ the weight-offset term), k < count: part of one of a
+ * gate's two FULLY_CONNECTEDs without its requantisation (nn2c_lstm_s8_params_t); `sums` the row sums of
+ * w's layout (nn2c_rows_sums). */
 static void nn2c_lstm_s8_sums(nn2c_sums_fn sums, const int8_t *v, int32_t n, int32_t offset, const void *w,
-                              int32_t weight_offset, const int32_t *folded, int32_t first, int32_t count,
+                              int32_t weight_offset, const int32_t *init, int32_t first, int32_t count,
                               int32_t *acc) {
-    sums(v, w, n, first, count, folded + first, acc);
+    sums(v, w, n, first, count, init, acc);
     if (weight_offset != 0) { /* weight zero points: TFLite's int8 weights have none, other producers may */
         uint32_t total = (uint32_t)n * (uint32_t)offset;
         for (int32_t d = 0; d < n; ++d) {
@@ -61,9 +61,10 @@ static void nn2c_lstm_s8_sums(nn2c_sums_fn sums, const int8_t *v, int32_t n, int
     }
 }
 
-/* int8 gate g for each of `rows` batch rows. */
+/* int8 gate g for each of `rows` batch rows; zeros: NN2C_LSTM_CHUNK of them (the sums of a NULL folded bias). */
 static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t rows, const int8_t *x, const int8_t *h,
-                              int16_t *out) {
+                              int16_t *out, const int32_t *zeros) {
+    const int32_t *bias = p->bias[g], *recurrent_bias = p->recurrent_bias[g];
     const int32_t n_in = p->input_size;
     const int32_t n = p->state_size;
     const nn2c_rescale_t qx = nn2c_rescale(p->input_multiplier[g], p->input_shift[g]);
@@ -74,9 +75,10 @@ static void nn2c_lstm_s8_gate(const nn2c_lstm_s8_params_t *p, int g, int32_t row
             int32_t from_x[NN2C_LSTM_CHUNK], from_h[NN2C_LSTM_CHUNK];
             const int32_t count = n - j0 < NN2C_LSTM_CHUNK ? n - j0 : NN2C_LSTM_CHUNK;
             nn2c_lstm_s8_sums(sums, x + r * n_in, n_in, p->input_offset, p->input_weights[g],
-                              p->input_weight_offset[g], p->bias[g], j0, count, from_x);
+                              p->input_weight_offset[g], bias != NULL ? bias + j0 : zeros, j0, count, from_x);
             nn2c_lstm_s8_sums(sums, h + r * n, n, p->hidden_offset, p->recurrent_weights[g],
-                              p->recurrent_weight_offset[g], p->recurrent_bias[g], j0, count, from_h);
+                              p->recurrent_weight_offset[g], recurrent_bias != NULL ? recurrent_bias + j0 : zeros,
+                              j0, count, from_h);
             int16_t *o = out + r * n + j0;
             if (g == 2) { /* the activation chosen once per chunk, not per value */
                 for (int32_t k = 0; k < count; ++k) {
@@ -168,7 +170,8 @@ static void nn2c_lstm_s16_gate(const nn2c_lstm_s16_params_t *p, int g, int32_t r
 
 void nn2c_lstm_s8(const nn2c_lstm_s8_params_t *p, const int8_t *input, int8_t *hidden_state, int16_t *cell_state,
                   int8_t *output, int16_t *scratch) {
-#define NN2C_LSTM_S8_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s8_gate(p, g, rows_, x_, h_, out_)
+    const int32_t zeros[NN2C_LSTM_CHUNK] = {0};
+#define NN2C_LSTM_S8_GATE(g, rows_, x_, h_, out_) nn2c_lstm_s8_gate(p, g, rows_, x_, h_, out_, zeros)
     NN2C_LSTM_INTEGER_BODY(int8_t, -128, 127, NN2C_LSTM_S8_GATE)
 #undef NN2C_LSTM_S8_GATE
 }

@@ -87,6 +87,7 @@ typedef struct {
     int32_t weights_layout;           /* NN2C_ROWS_* (nn2c_simd.h: nn2c_rows_sums) */
     const int32_t *bias[4];           /* bias + input_offset * sum(input weights row) */
     const int32_t *recurrent_bias[4]; /* hidden_offset * sum(recurrent weights row) */
+    /* (either NULL where all its sums are 0: a zero hidden offset, no flash array of zeros) */
 } nn2c_lstm_s8_params_t;
 
 typedef struct {

@@ -212,9 +212,14 @@ typedef struct {
     int32_t full; /* [lo, hi] is int8's whole range: saturating to int8 is the clamp */
 } nn2c_simd_out_t;
 
-/* Requantise (both roundings in one 64-bit sum: nn2c_mbqm_rounded), offset, clamp. */
+/* Requantise, offset, clamp: on the Arm DSP both roundings in one 64-bit sum (nn2c_mbqm_rounded); elsewhere
+ * the layer has no rounding constants (Target.rounding_tables: Helium's code has them NULL). */
 NN2C_INLINE int32_t nn2c_simd_requant(const nn2c_simd_out_t *o, int32_t acc, int32_t c) {
+#if defined(NN2C_SIMD_DSP)
     int32_t y = nn2c_mbqm_rounded(acc, o->multipliers[c], o->shifts[c], o->rounding + 2 * c);
+#else
+    int32_t y = nn2c_mbqm(acc, o->multipliers[c], (int)o->shifts[c]);
+#endif
     return nn2c_clamp_i32(nn2c_add_offset(y, o->offset), o->lo, o->hi);
 }
 
@@ -2134,6 +2139,98 @@ void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t
         }
     }
 }
+
+/* acc[k] = sum_d w[first + k][d] (x[d] + offset) for a matrix in the layout codegen/ops/conv.py pack_rows
+ * writes without widening (Arm DSP: NN2C_ROWS_NARROW, elsewhere NN2C_ROWS_PLAIN; the host reads any): the
+ * input offset applied at run time, so no folded per-row constants sit in flash (--optimize size). */
+#if defined(NN2C_SIMD_DSP)
+void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
+                         int32_t first, int32_t rows, int32_t *acc) {
+    (void)layout; /* NN2C_ROWS_NARROW: four rows interleaved per 4 inputs (nn2c_sums_s8_narrow) */
+    const int32_t words = depth >> 2, rem = depth & 3;
+    /* x + offset in [-255, 255]: both int16 halves of a pair offset by one SADD16 */
+    const int32_t pair = (int32_t)(((uint32_t)offset & 0xFFFFu) * 0x10001u);
+    const int8_t *w = (const int8_t *)weights + first * depth;
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4, w += 4 * depth) {
+        const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int32_t k = 0; k < words; ++k, wp += 4) {
+            const int32_t xv = nn2c_simd_ld32(x + 4 * k);
+            const int32_t xe = __sadd16(__sxtb16(xv), pair), xo = __sadd16(nn2c_sxtb16_ror8(xv), pair);
+            const int32_t a = wp[0], b = wp[1], c = wp[2], d = wp[3];
+            s0 = __smlad(xo, nn2c_sxtb16_ror8(a), __smlad(xe, __sxtb16(a), s0));
+            s1 = __smlad(xo, nn2c_sxtb16_ror8(b), __smlad(xe, __sxtb16(b), s1));
+            s2 = __smlad(xo, nn2c_sxtb16_ror8(c), __smlad(xe, __sxtb16(c), s2));
+            s3 = __smlad(xo, nn2c_sxtb16_ror8(d), __smlad(xe, __sxtb16(d), s3));
+        }
+        const int8_t *tail = w + 16 * words;
+        for (int32_t t = 0; t < rem; ++t) {
+            const int32_t v = x[4 * words + t] + offset;
+            s0 = nn2c_sums_wrap(s0, v * tail[t]);
+            s1 = nn2c_sums_wrap(s1, v * tail[rem + t]);
+            s2 = nn2c_sums_wrap(s2, v * tail[2 * rem + t]);
+            s3 = nn2c_sums_wrap(s3, v * tail[3 * rem + t]);
+        }
+        acc[r] = s0;
+        acc[r + 1] = s1;
+        acc[r + 2] = s2;
+        acc[r + 3] = s3;
+    }
+    for (; r < rows; ++r, w += depth) { /* the last rows % 4 rows as they are */
+        int32_t sum = 0;
+        for (int32_t d = 0; d < depth; ++d) {
+            sum = nn2c_sums_wrap(sum, (x[d] + offset) * w[d]);
+        }
+        acc[r] = sum;
+    }
+}
+#elif defined(NN2C_SIMD_MVE)
+void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
+                         int32_t first, int32_t rows, int32_t *acc) {
+    (void)layout; /* NN2C_ROWS_PLAIN */
+    /* sum w x (VMLADAVA) + offset sum w (VADDVA), two rows at a time sharing the input vector (four took
+     * more instructions: GCC 12 spills) */
+    const int8_t *w = (const int8_t *)weights + first * depth;
+    const int32_t whole = depth & ~15;
+    for (int32_t r = 0; r < rows; r += 2, w += 2 * depth) {
+        const int8_t *w1 = r + 1 < rows ? w + depth : w; /* (a last odd row computed twice) */
+        int32_t s0 = 0, s1 = 0, t0 = 0, t1 = 0, d = 0;
+        for (; d < whole; d += 16) { /* whole vectors unpredicated (no VPR moves in GCC 12's loop) */
+            const int8x16_t vx = vld1q_s8(x + d), a = vld1q_s8(w + d), b = vld1q_s8(w1 + d);
+            s0 = vmladavaq_s8(s0, a, vx);
+            t0 = vaddvaq_s8(t0, a);
+            s1 = vmladavaq_s8(s1, b, vx);
+            t1 = vaddvaq_s8(t1, b);
+        }
+        if (d < depth) {
+            const mve_pred16_t live = vctp8q((uint32_t)(depth - d));
+            const int8x16_t vx = vldrbq_z_s8(x + d, live);
+            const int8x16_t a = vldrbq_z_s8(w + d, live), b = vldrbq_z_s8(w1 + d, live);
+            s0 = vmladavaq_s8(s0, a, vx);
+            t0 = vaddvaq_s8(t0, a);
+            s1 = vmladavaq_s8(s1, b, vx);
+            t1 = vaddvaq_s8(t1, b);
+        }
+        acc[r] = (int32_t)((uint32_t)s0 + (uint32_t)offset * (uint32_t)t0);
+        if (r + 1 < rows) acc[r + 1] = (int32_t)((uint32_t)s1 + (uint32_t)offset * (uint32_t)t1);
+    }
+}
+#else
+void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
+                         int32_t first, int32_t rows, int32_t *acc) {
+    for (int32_t k = 0; k < rows; ++k) {
+        int32_t sum = 0;
+        for (int32_t d = 0; d < depth; ++d) {
+            const int32_t v = layout == NN2C_ROWS_PLAIN
+                                  ? ((const int8_t *)weights)[(size_t)(first + k) * (size_t)depth + (size_t)d]
+                                  : nn2c_rows_weight(weights, layout, depth, first + k, d, first + rows);
+            sum = nn2c_sums_wrap(sum, (x[d] + offset) * v);
+        }
+        acc[k] = sum;
+    }
+}
+#endif
 
 void nn2c_dots_s8(const int8_t *a, const int8_t *b, int32_t n, int32_t count, const int32_t *init, int32_t *acc) {
     for (int32_t k = 0; k < count; ++k, a += n, b += n) {

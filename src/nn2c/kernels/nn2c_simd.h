@@ -39,7 +39,8 @@ typedef struct {
     const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
     const int32_t *multipliers;
     const int32_t *shifts;
-    const int64_t *rounding; /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant) */
+    /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant); Arm DSP only (NULL on Helium) */
+    const int64_t *rounding;
     int32_t output_offset;
     int32_t act_min, act_max;
     int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift); 2: every shift is negative
@@ -209,6 +210,12 @@ typedef struct {
 } nn2c_fc_rows_params_t;
 
 void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t *output);
+
+/* acc[k] = sum_d w[first + k][d] (x[d] + offset), k < rows, wrapping in int32, for a matrix in the int8 layout of
+ * nn2c_rows_sums (Arm DSP: NN2C_ROWS_NARROW, Helium: NN2C_ROWS_PLAIN; the host reads any): the input offset
+ * applied at run time instead of folded into per-row constants (an SVDF's features at --optimize size). */
+void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
+                         int32_t first, int32_t rows, int32_t *acc);
 
 /* acc[k] = init[k] + a_k . b_k, k < count, for consecutive int8 rows a_k = a + k n, b_k = b + k n (wrapping
  * in int32): an SVDF's time sums. */

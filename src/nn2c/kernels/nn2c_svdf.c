@@ -56,7 +56,12 @@ static void nn2c_svdf_dots_s16(const int16_t *a, const int16_t *b, int32_t n, in
         for (int32_t f0 = 0; f0 < filters; f0 += NN2C_SVDF_CHUNK) {                           \
             int32_t dots[NN2C_SVDF_CHUNK];                                                    \
             const int32_t n = filters - f0 < NN2C_SVDF_CHUNK ? filters - f0 : NN2C_SVDF_CHUNK; \
-            sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);           \
+            if (p->feature_offsets != NULL) {                                                        \
+                sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);       \
+            } else { /* --optimize size: the input offset at run time */                             \
+                nn2c_sums_s8_offset(x, -p->input_zero_point, weights_feature, p->weights_layout,     \
+                                    p->input_size, f0, n, dots);                                     \
+            }                                                                                        \
             for (int32_t k = 0; k < n; ++k) {                                                        \
                 int32_t dot = nn2c_rescale_apply(&to_state, dots[k]);                                \
                 /* TFLite Micro clamps, then adds the zero point and narrows with wrap-around */     \

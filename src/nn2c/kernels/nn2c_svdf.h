@@ -26,7 +26,9 @@ typedef struct {
     int32_t output_zero_point;
     int32_t multiplier1, shift1; /* input * feature weights -> state */
     int32_t multiplier2, shift2; /* state * time weights -> output */
-    const int32_t *feature_offsets; /* per filter: -input_zero_point * sum(weights_feature row) */
+    /* per filter: -input_zero_point * sum(weights_feature row); NULL (--optimize size): the offset applied at
+     * run time (nn2c_sums_s8_offset) */
+    const int32_t *feature_offsets;
     int32_t weights_layout;         /* of the feature weights: NN2C_ROWS_* (nn2c_simd.h: nn2c_rows_sums) */
 } nn2c_svdf_s8_params_t;
 

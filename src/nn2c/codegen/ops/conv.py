@@ -291,11 +291,13 @@ def requant_rounding(shifts: np.ndarray) -> np.ndarray:
 
 
 def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str]:
-    """Q31 multipliers, shifts and roundings, zero-padded to whole groups of 4 channels."""
+    """Q31 multipliers, shifts and roundings (NULL where the target's kernels read none), zero-padded to whole
+    groups of 4 channels."""
     mantissas, shifts = (pad_channels(a) for a in quantize_multipliers(real))
     return (ctx.const_array(mantissas, "int32_t", "output multipliers"),
             ctx.const_array(shifts, "int32_t", "output shifts"),
-            ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
+            ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants")
+            if ctx.target.rounding_tables else "NULL")
 
 
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
@@ -692,7 +694,8 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
         per_channel = {k: v[order] for k, v in per_channel.items()}
-    per_channel["rounding"] = requant_rounding(per_channel["shifts"])
+    if ctx.target.rounding_tables:
+        per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
                 "shifts": "output shifts", "rounding": "output rounding constants"}
     doubled = lanes == 4 and doubled_records_fit(np.ascontiguousarray(data.T), bias_data, -zero_point(x), shifts,
@@ -700,7 +703,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     # --optimize size: the int8 filter, half the int16 one's bytes, its sums doubled before the output stage
     filter8 = doubled and ctx.optimize == "size"
     if doubled:
-        idents = {k: "NULL" for k in per_channel}
+        idents = {k: "NULL" for k in (*per_channel, "rounding")}
         records = ctx.const_array(
             doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out), double_bias=not filter8),
             "int32_t", "depthwise output stage per group of 4 channels: 4 " + ("" if filter8 else "doubled ")
@@ -713,6 +716,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     else:
         idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
                   for k, v in per_channel.items()}
+        idents.setdefault("rounding", "NULL")
         records = "NULL"
         if lanes == 4:
             ctx.take_path("DSP_DW_ARRAYS")

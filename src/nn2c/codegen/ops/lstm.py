@@ -162,9 +162,9 @@ def _rows(weights: Value) -> np.ndarray:
 
 
 def _folded(ctx: EmitContext, weights: Value, bias: Value | None, offset: int) -> str:
-    """bias + offset * (sum of each weight row) as a flash array (nn2c_lstm_s8_params_t)."""
+    """bias + offset * (sum of each weight row) as a flash array (nn2c_lstm_s8_params_t); NULL where all 0."""
     data = folded_bias(None if bias is None else bias.data, _rows(weights), offset, weights.type.shape[0], 1)
-    return ctx.const_array(data, "int32_t", f"{weights.name} offset folded")
+    return ctx.const_array(data, "int32_t", f"{weights.name} offset folded") if data.any() else "NULL"
 
 
 def _multiplier(a: float, b: float, c: float) -> tuple[int, int]:

@@ -234,7 +234,10 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows))
     margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
     chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]
-    return sparse_layout(rows) if chosen else None
+    layout = sparse_layout(rows) if chosen else None
+    if layout is not None and ctx.optimize == "size" and layout.flash_bytes >= rows.size:
+        return None  # (faster, but larger than the int8 rows the dense kernel reads at size)
+    return layout
 
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,

@@ -104,9 +104,11 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
         "output_zero_point": zero_point(out),
         "multiplier1": m1, "shift1": s1,
         "multiplier2": m2, "shift2": s2,
-        # the zero points folded: sum w (x - zx) = sum w x - zx sum w (nn2c_svdf.c), likewise for the state
-        "feature_offsets": ctx.const_array(folded_bias(None, features, -zero_point(x), dims["filters"], 1),
-                                           "int32_t", f"{wf.name} input offset folded"),
+        # the zero points folded: sum w (x - zx) = sum w x - zx sum w (nn2c_svdf.c), likewise for the state; at
+        # --optimize size the input's applied at run time (its int8 layout: 2 SADD16 per 4 inputs and 4 filters)
+        "feature_offsets": "NULL" if ctx.optimize == "size" else ctx.const_array(
+            folded_bias(None, features, -zero_point(x), dims["filters"], 1), "int32_t",
+            f"{wf.name} input offset folded"),
         "weights_layout": layout,
     })
     units, rank = dims["filters"] // dims["rank"], dims["rank"]
