@@ -65,6 +65,11 @@ def measure(model: str, target: str, optimize: str, inputs: int) -> dict:
             "exact": all(c.max_abs_diff == 0 for c in report.comparisons)}
 
 
+def over(difference: int) -> str:
+    """A signed byte difference: above the bar (+) or at / below it."""
+    return f"+{difference:,}" if difference > 0 else f"{difference:,}"
+
+
 def render(rows: list[dict], inputs: int) -> str:
     lines = [
         "## `--optimize`: speed, balanced, size",
@@ -81,8 +86,11 @@ def render(rows: list[dict], inputs: int) -> str:
         "on the DSP), a per-tensor filter's multiplier in the parameter struct and no rounding tables. To the "
         "int8 LSTM and SVDF weights on the Arm DSP: int16 at `speed` and `balanced`, int8 at `size`. And to the "
         "Arm DSP's int8 DEPTHWISE_CONV_2D layers whose output stage is records: their filter int16 at `speed` and "
-        "`balanced`, int8 at `size` (2 instructions more a tap). Flash "
-        "weights and code as linked (arrays aligned to 16 bytes); the model's weights = the constant buffers of "
+        "`balanced`, int8 at `size` (2 instructions more a tap). At `size` also: an SVDF's feature sums take the "
+        "input's zero point at run time (no folded constant per filter), a sparse layout only where smaller than "
+        "the int8 rows, the weight arrays aligned to 4 bytes (16 at the other levels). Helium builds have no "
+        "64-bit rounding constants at any level (only the Arm DSP's kernels read them). Flash "
+        "weights and code as linked; the model's weights = the constant buffers of "
         "its .tflite (filters and biases), then the per-channel quantization arrays of those tensors (float32 "
         "scales, int64 zero points: outside the buffers; TFLM computes its per-channel multipliers from them, nn2c "
         "stores its multipliers and shifts among its weights), then the file's size. TFLM ratio = instructions / TFLM + CMSIS-NN's "
@@ -90,16 +98,18 @@ def render(rows: list[dict], inputs: int) -> str:
         "",
         "| model | core | instructions speed / balanced / size | TFLM ratio speed / balanced / size "
         "| weights speed / balanced / size (B) | model's weights / per-channel quantization arrays / .tflite (B) "
+        "| size weights - model's weights / - (model's weights + quantization arrays) (B) "
         "| code speed / balanced / size (B) "
         "| TFLM |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         for target, runs in row["targets"].items():
             if "error" in runs:
-                lines.append(f"| {row['model']} | {target} | not measured: {runs['error']} | | | | | |")
+                lines.append(f"| {row['model']} | {target} | not measured: {runs['error']} | | | | | | |")
                 continue
             levels = [runs[o] for o in OPTIMIZE]
+            size = runs["size"]
             tflm = TFLM_CMSIS.get(row["model"])
             column = TFLM_COLUMN.get(target)
             ratio = (" / ".join(f"{r['instructions'] / tflm[column]:.2f}" for r in levels)
@@ -108,6 +118,8 @@ def render(rows: list[dict], inputs: int) -> str:
                 f"| {row['model']} | {target} | " + " / ".join(f"{r['instructions']:,.0f}" for r in levels)
                 + f" | {ratio} | " + " / ".join(f"{r['weights']:,}" for r in levels)
                 + f" | {row['model_weights']:,} / {row['quantization']:,} / {row['file_bytes']:,} | "
+                + f"{over(size['weights'] - row['model_weights'])} / "
+                + f"{over(size['weights'] - row['model_weights'] - row['quantization'])} | "
                 + " / ".join(f"{r['code']:,}" for r in levels) + " | "
                 + " / ".join("bit-exact" if r["exact"] else "within tolerance" for r in levels) + " |")
     return "\n".join(lines)
