@@ -14,6 +14,11 @@
 #include "nn2c_svdf.h"
 #include "nn2c_simd.h"
 
+/* the optional path this build keeps (codegen/kernel_config.py: a model whose layers take it reads it) */
+#if !defined(NN2C_OMIT_SVDF_INPUT_OFFSET)
+const uint8_t nn2c_kernel_path_svdf_input_offset = 1;
+#endif
+
 /* int32 addition that wraps as TFLite Micro's sums do on overflow, without UB: the time sums of
  * keyword_scrambled overflow int32 for full-range random inputs. */
 static inline int32_t nn2c_svdf_wrap_add(int32_t a, int32_t b) {
@@ -34,6 +39,20 @@ static void nn2c_svdf_dots_s16(const int16_t *a, const int16_t *b, int32_t n, in
 
 /* Filters (or units) whose sums are computed at a time (a stack array: no arena scratch). */
 #define NN2C_SVDF_CHUNK 8
+
+/* A chunk's feature sums: from the folded offsets, or (--optimize size) with the input offset at run time. */
+#if !defined(NN2C_OMIT_SVDF_INPUT_OFFSET)
+#define NN2C_SVDF_FEATURE_SUMS(x, f0, n, dots)                                                            \
+    if (p->feature_offsets != NULL) {                                                                     \
+        sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);                    \
+    } else {                                                                                              \
+        nn2c_sums_s8_offset(x, -p->input_zero_point, weights_feature, p->weights_layout, p->input_size, f0, \
+                            n, dots);                                                                     \
+    }
+#else
+#define NN2C_SVDF_FEATURE_SUMS(x, f0, n, dots)                                                            \
+    sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);
+#endif
 
 /* One integer SVDF step for state/time-weight element type T with range [TMIN, TMAX]; DOTS(a, b, n,
  * count, init, acc): acc[k] = init[k] + a_k . b_k over consecutive rows of n elements of T. A unit's
@@ -56,12 +75,7 @@ static void nn2c_svdf_dots_s16(const int16_t *a, const int16_t *b, int32_t n, in
         for (int32_t f0 = 0; f0 < filters; f0 += NN2C_SVDF_CHUNK) {                           \
             int32_t dots[NN2C_SVDF_CHUNK];                                                    \
             const int32_t n = filters - f0 < NN2C_SVDF_CHUNK ? filters - f0 : NN2C_SVDF_CHUNK; \
-            if (p->feature_offsets != NULL) {                                                        \
-                sums(x, weights_feature, p->input_size, f0, n, p->feature_offsets + f0, dots);       \
-            } else { /* --optimize size: the input offset at run time */                             \
-                nn2c_sums_s8_offset(x, -p->input_zero_point, weights_feature, p->weights_layout,     \
-                                    p->input_size, f0, n, dots);                                     \
-            }                                                                                        \
+            NN2C_SVDF_FEATURE_SUMS(x, f0, n, dots)                                                   \
             for (int32_t k = 0; k < n; ++k) {                                                        \
                 int32_t dot = nn2c_rescale_apply(&to_state, dots[k]);                                \
                 /* TFLite Micro clamps, then adds the zero point and narrows with wrap-around */     \

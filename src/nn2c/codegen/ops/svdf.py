@@ -95,6 +95,8 @@ def _svdf_int8(node: Node, ctx: EmitContext, dims: dict[str, int], x: Value, wf:
     features = np.asarray(wf.data, dtype=np.int8).reshape(dims["filters"], dims["input_size"])
     # widened to int16 on the Arm DSP but with --optimize size
     packed, layout = pack_rows(ctx, features, wf.name, wide=ctx.optimize != "size")
+    if ctx.optimize == "size":
+        ctx.take_path("SVDF_INPUT_OFFSET")
     m1, s1 = quantize_multiplier(_float32_scale(scale(x), scale(wf), scale(state)))
     m2, s2 = quantize_multiplier(_float32_scale(scale(state), scale(wt), scale(out)))
     params = ctx.params_struct("nn2c_svdf_s8_params_t", {
