@@ -223,13 +223,14 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
     assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
-@pytest.mark.parametrize("optimize", ["balanced", "size"])
-def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
+@pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5)])
+def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, batches, tmp_path):
     """The Arm DSP's record loops (nn2c_sparse_row1_records: one segment, int8's whole range;
-    nn2c_sparse_row1_records_any: the rest; nn2c_sparse_row1_packed at --optimize size) on what pruned ad01
-    does not have: a per-channel filter, a RELU6 (a range inside int8's: clamped after SSAT) over one and
-    over two segments, channels with no nonzero at all (also in a per-tensor filter's assembly loop), and counts of 4, 8 and 12 entries (the assembly's
-    odd and even numbers of four); bit-exact with TFLM."""
+    nn2c_sparse_row1_records_any: the rest; nn2c_sparse_row1_packed at --optimize size; a batch of 5:
+    nn2c_sparse_row4_records for 4 rows, then a row alone) on what pruned ad01 does not have: a per-channel
+    filter, a RELU6 (a range inside int8's: clamped after SSAT) over one and over two segments, channels with
+    no nonzero at all (also in a per-tensor filter's assembly loop), and counts of 4, 8 and 12 entries (the
+    assembly's odd and even numbers of four); bit-exact with TFLM."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model
@@ -237,7 +238,7 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
 
     rng = np.random.default_rng(31)
     b = ModelBuilder()
-    x = b.tensor("int8", (1, 300), scale=0.05, zero_point=-9)
+    x = b.tensor("int8", (batches, 300), scale=0.05, zero_point=-9)
     h, depth = x, 300
     for units, activation, zero_point in ((24, "RELU6", -128), (20, "NONE", 5), (16, "RELU6", -100), (12, "NONE", 3)):
         w = np.zeros((units, depth), dtype=np.int64)
@@ -248,7 +249,7 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, tmp_path):
         wt = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.01, 0.05, units)) if per_channel else 0.03,
                       zero_point=[0] * units if per_channel else 0, data=w)
         bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
-        y = b.tensor("int8", (1, units), scale=0.05, zero_point=zero_point)
+        y = b.tensor("int8", (batches, units), scale=0.05, zero_point=zero_point)
         b.op("FULLY_CONNECTED", [h, wt, bias], [y], {"fused_activation_function": activation})
         h, depth = y, units
     path = tmp_path / "records.tflite"

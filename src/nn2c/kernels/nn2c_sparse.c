@@ -464,8 +464,76 @@ NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t
     }
 }
 
-/* (both instances in the one function its callers call) */
+#if defined(NN2C_SPARSE_RECORDS)
+/* Four input rows x[0..3] with channel records (an Arm DSP lowering's 1x1 convolution): the entries as
+ * nn2c_sparse_row4_arrays's, each output from its channel's record (nn2c_sparse_record_requant, 7
+ * instructions) where GCC's code of nn2c_sparse_requant from the arrays took about 30. per_channel a
+ * constant of the caller's instance. */
+NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
+                                          int per_channel) {
+    const uint16_t *count = m->counts;
+    const uint8_t *index = m->index;
+    const int8_t *value = m->values;
+    const int32_t *rec = m->records;
+    const int32_t offset = m->output_offset, lo = m->act_min, hi = m->act_max, out_c = m->out_c;
+    const int32_t segments = m->segments;
+    const int narrow = lo > -128 || hi < 127;
+    int32_t multiplier = 0, scale = 0;
+    if (!per_channel) {
+        const int32_t sh = -m->shifts[0] - 1;
+        multiplier = m->multipliers[0];
+        scale = (int32_t)((1u << (sh + 7)) | (uint32_t)sh);
+    }
+    const int8_t *const x0 = x[0], *const x1 = x[1], *const x2 = x[2], *const x3 = x[3];
+    int8_t *const o0 = out[0], *const o1 = out[1], *const o2 = out[2], *const o3 = out[3];
+    for (int32_t c = 0; c < out_c; ++c, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
+        int32_t a0 = rec[0], a1 = a0, a2 = a0, a3 = a0;
+        for (int32_t s = 0, base = 0; s < segments; ++s, base += NN2C_SPARSE_SEGMENT) {
+            const int32_t n = *count++;
+            for (int32_t k = 0; k < n; ++k) {
+                const int32_t i = base + index[k], v = value[k];
+                a0 += v * x0[i];
+                a1 += v * x1[i];
+                a2 += v * x2[i];
+                a3 += v * x3[i];
+            }
+            index += n;
+            value += n;
+        }
+        if (per_channel) {
+            multiplier = rec[1];
+            scale = rec[2];
+        }
+        int32_t y0 = __ssat(nn2c_sparse_record_requant(a0, multiplier, scale, offset), 8);
+        int32_t y1 = __ssat(nn2c_sparse_record_requant(a1, multiplier, scale, offset), 8);
+        int32_t y2 = __ssat(nn2c_sparse_record_requant(a2, multiplier, scale, offset), 8);
+        int32_t y3 = __ssat(nn2c_sparse_record_requant(a3, multiplier, scale, offset), 8);
+        if (narrow) {
+            y0 = nn2c_clamp_i32(y0, lo, hi);
+            y1 = nn2c_clamp_i32(y1, lo, hi);
+            y2 = nn2c_clamp_i32(y2, lo, hi);
+            y3 = nn2c_clamp_i32(y3, lo, hi);
+        }
+        o0[c] = (int8_t)y0;
+        o1[c] = (int8_t)y1;
+        o2[c] = (int8_t)y2;
+        o3[c] = (int8_t)y3;
+    }
+}
+#endif
+
+/* (every instance in the one function its callers call) */
 static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->records != NULL) {
+        if (m->per_channel) {
+            nn2c_sparse_row4_records(m, x, out, 1);
+        } else {
+            nn2c_sparse_row4_records(m, x, out, 0);
+        }
+        return;
+    }
+#endif
     if (m->per_channel) {
         nn2c_sparse_row4_arrays(m, x, out, 1);
     } else {

@@ -160,7 +160,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                     ctx.variant(PACKED_VARIANT)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
                     "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
-                                       act_max, one_row=batches < 4),
+                                       act_max),
                     "batches": batches,
                 })
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))

@@ -241,11 +241,10 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
 
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
-                  real: list[float], output_offset: int, act_min: int, act_max: int, one_row: bool = False) -> str:
+                  real: list[float], output_offset: int, act_min: int, act_max: int) -> str:
     """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs) and
-    its real multipliers (one for a per-tensor filter); one_row: the kernel runs every row alone (a
-    FULLY_CONNECTED of fewer than 4 batches), where the Arm DSP kernel reads each channel's output stage
-    from one record."""
+    its real multipliers (one for a per-tensor filter). On the Arm DSP each channel's output stage is one
+    record where every shift allows (RECORD_SHIFTS)."""
     out_c, depth = rows.shape
     pairs = [quantize_multiplier(m) for m in real]
     if len(set(pairs)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
@@ -268,8 +267,9 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     }
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    if one_row and ctx.target.simd == "dsp" and bool(np.all((shifts >= RECORD_SHIFTS[0]) & (shifts <= RECORD_SHIFTS[1]))):
-        # the output stage channel by channel in one record (nn2c_sparse_row1_records) instead of arrays
+    if ctx.target.simd == "dsp" and bool(np.all((shifts >= RECORD_SHIFTS[0]) & (shifts <= RECORD_SHIFTS[1]))):
+        # the output stage channel by channel in one record (nn2c_sparse_row1_records, _row4_records) instead of
+        # arrays
         if per_channel:
             fields["records"] = ctx.const_array(channel_records(folded, multipliers, shifts), "int32_t",
                                                 "sparse output stage per channel: bias, multiplier, scale word")
