@@ -2,6 +2,8 @@
  * channel four at a time (per nonzero: its position, the input byte there, its weight, a
  * multiply-accumulate); four input rows at once share each nonzero's position and weight. Sums of
  * int32 products in any order are the same int32, so the result equals the dense kernels'. */
+#include <string.h>
+
 #include "nn2c_sparse.h"
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -465,6 +467,40 @@ NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t
 }
 
 #if defined(NN2C_SPARSE_RECORDS)
+/* Four entries of a list over four input rows x0..x3 (nn2c_sparse_row4_records: 40 instructions, GCC's loop took
+ * 52): the weights' word split by SXTB16 twice (w1 w3, then w0 w2) for SMLABB / SMLABT, each position byte
+ * read once for the four rows; the last one read with the step past the four. */
+#define NN2C_SPARSE_DSP_ROWS4_MACS(SEL, POS) \
+    "ldrb   %[i], " POS "\n\t" \
+    "ldrsb  %[v], [%[x0], %[i]]\n\t" \
+    "smlab" SEL " %[a0], %[v], %[t], %[a0]\n\t" \
+    "ldrsb  %[v], [%[x1], %[i]]\n\t" \
+    "smlab" SEL " %[a1], %[v], %[t], %[a1]\n\t" \
+    "ldrsb  %[v], [%[x2], %[i]]\n\t" \
+    "smlab" SEL " %[a2], %[v], %[t], %[a2]\n\t" \
+    "ldrsb  %[v], [%[x3], %[i]]\n\t" \
+    "smlab" SEL " %[a3], %[v], %[t], %[a3]\n\t"
+#define NN2C_SPARSE_DSP_ROWS4_STEP4 \
+    "ldr    %[t], [%[pw]]\n\t" \
+    "sxtb16 %[t], %[t], ror #8\n\t" \
+    NN2C_SPARSE_DSP_ROWS4_MACS("b", "[%[pi], #1]") \
+    NN2C_SPARSE_DSP_ROWS4_MACS("t", "[%[pi], #3]") \
+    "ldr    %[t], [%[pw]], #4\n\t" \
+    "sxtb16 %[t], %[t]\n\t" \
+    NN2C_SPARSE_DSP_ROWS4_MACS("t", "[%[pi], #2]") \
+    NN2C_SPARSE_DSP_ROWS4_MACS("b", "[%[pi]], #4")
+/* The list (n a multiple of 4, > 0) two STEP4s an iteration, entered at the second when n / 4 is odd; n and
+ * the end of the weights in memory (13 registers are taken). */
+#define NN2C_SPARSE_DSP_ROWS4_LOOP8 \
+    "ldr    %[i], %[n]\n\t" \
+    "tst    %[i], #4\n\t" \
+    "bne    2f\n" \
+    "1:\n\t" NN2C_SPARSE_DSP_ROWS4_STEP4 \
+    "2:\n\t" NN2C_SPARSE_DSP_ROWS4_STEP4 \
+    "ldr    %[i], %[end]\n\t" \
+    "cmp    %[pw], %[i]\n\t" \
+    "bne    1b\n\t"
+
 /* Four input rows x[0..3] with channel records (an Arm DSP lowering's 1x1 convolution): the entries as
  * nn2c_sparse_row4_arrays's, each output from its channel's record (nn2c_sparse_record_requant, 7
  * instructions) where GCC's code of nn2c_sparse_requant from the arrays took about 30. per_channel a
@@ -490,6 +526,18 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
         int32_t a0 = rec[0], a1 = a0, a2 = a0, a3 = a0;
         for (int32_t s = 0, base = 0; s < segments; ++s, base += NN2C_SPARSE_SEGMENT) {
             const int32_t n = *count++;
+#if !defined(__OPTIMIZE_SIZE__) /* (at -Os GCC 12 finds no 13 registers for it here: the C loop) */
+            if (n > 0) {
+                const int8_t *const end = value + n;
+                int32_t i, v, t;
+                __asm__ volatile(NN2C_SPARSE_DSP_ROWS4_LOOP8
+                                 : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [pi] "+r"(index),
+                                   [pw] "+r"(value), [i] "=&r"(i), [v] "=&r"(v), [t] "=&r"(t)
+                                 : [x0] "r"(x0 + base), [x1] "r"(x1 + base), [x2] "r"(x2 + base),
+                                   [x3] "r"(x3 + base), [n] "m"(n), [end] "m"(end)
+                                 : "cc", "memory");
+            }
+#else
             for (int32_t k = 0; k < n; ++k) {
                 const int32_t i = base + index[k], v = value[k];
                 a0 += v * x0[i];
@@ -499,6 +547,7 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
             }
             index += n;
             value += n;
+#endif
         }
         if (per_channel) {
             multiplier = rec[1];
@@ -559,7 +608,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
 /* Output pixels in raster order, four at a time; pixel q reads input pixel
  * (oy * stride_h - pad_h, ox * stride_w - pad_w), inside the input for a 1x1 filter without padding
  * (pad_h is also how a row-streamed call shifts its window of input rows). */
-void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output) {
+void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
     const nn2c_sparse_s8_t *m = &p->m;
     const nn2c_conv_geom_t *g = &p->g;
     const int32_t pixels = g->out_h * g->out_w;
@@ -579,13 +628,16 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
             }
             ready = 0;
             /* the four pixels' outputs are written channel by channel while their inputs are still read:
-             * where an in-place plan puts them over those inputs, one pixel at a time, in order (a pixel
-             * never overlaps its own input: memory/inplace.py) */
+             * where an in-place plan puts them over those inputs, into the scratch rows first (copied in
+             * order once the four are read: pixel by pixel in order is safe, memory/inplace.py) */
             if (out[3] + g->out_c <= x[0] || out[0] >= x[3] + g->in_c) {
                 nn2c_sparse_row4(m, x, out);
             } else {
+                int8_t *const s0 = (int8_t *)scratch;
+                int8_t *const rows[4] = {s0, s0 + g->out_c, s0 + 2 * g->out_c, s0 + 3 * g->out_c};
+                nn2c_sparse_row4(m, x, rows);
                 for (int32_t r = 0; r < 4; ++r) {
-                    nn2c_sparse_row1(m, x[r], out[r]);
+                    memcpy(out[r], rows[r], (size_t)g->out_c);
                 }
             }
         }

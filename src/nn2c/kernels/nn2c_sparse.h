@@ -56,5 +56,6 @@ typedef struct {
 } nn2c_conv_sparse_params_t;
 
 void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output);
-void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output);
+/* scratch: 4 * out_c bytes (four pixels' outputs where they overlap their inputs: an in-place plan) */
+void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
 #endif

@@ -536,7 +536,9 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
         "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
         "g": geom.initializer(),
     })
-    ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
+    # 4 pixels' outputs: where an in-place plan puts them over their inputs, computed there first
+    scratch = ctx.scratch(4 * geom.out_c)
+    ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out), scratch)
     return True
 
 
