@@ -72,6 +72,8 @@ def test_real_models_keep_the_paths_their_layers_take():
     # channels is not whole groups of 4, byte by byte
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
         "DSP_CONV_ROWS_1", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN", "DSP_DW_INT16"}
+    # hello_world_int8's last FULLY_CONNECTED runs sparse (16 inputs, one output), one row: no four-row loops
+    assert "SPARSE_ROWS4" in _omitted(_config("tflite_micro/hello_world_int8.tflite", "cortex-m4"))
     # keyword_scrambled_8bit's SVDFs take their input's zero point at run time at --optimize size only
     scrambled = "tflite_micro/keyword_scrambled_8bit.tflite"
     assert "SVDF_INPUT_OFFSET" in _omitted(_config(scrambled, "cortex-m4"))

@@ -39,6 +39,8 @@ OPTIONAL_PATHS: dict[str, str] = {
        for n in range(1, 5) for tail in ("", "_BYTE")},
     "POOL_LANES": "int8 AVERAGE_POOL_2D in SIMD lanes (Arm DSP: a depth of whole groups of 4 channels; Helium: "
                   "any depth), windows of at most 256 pixels",
+    "SPARSE_ROWS4": "sparse kernels over four input rows at a time (1x1 convolutions, a FULLY_CONNECTED of 4 "
+                    "batches or more)",
     "SVDF_INPUT_OFFSET": "SVDF feature sums taking the input's zero point at run time (--optimize size: no folded "
                          "constant per filter)",
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "

@@ -6,6 +6,11 @@
 
 #include "nn2c_sparse.h"
 
+/* the optional path this build keeps (codegen/kernel_config.py: a model whose layers take it reads it) */
+#if !defined(NN2C_OMIT_SPARSE_ROWS4)
+const uint8_t nn2c_kernel_path_sparse_rows4 = 1;
+#endif
+
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
 /* records are an Arm DSP lowering's (codegen/ops/sparse.py): a Helium build never reads them */
@@ -571,6 +576,7 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
 }
 #endif
 
+#if !defined(NN2C_OMIT_SPARSE_ROWS4) /* nn2c_config.h: some layer runs four rows at a time */
 /* (every instance in the one function its callers call) */
 static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
 #if defined(NN2C_SPARSE_RECORDS)
@@ -590,9 +596,12 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
     }
 }
 
+#endif
+
 void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output) {
     const nn2c_sparse_s8_t *m = &p->m;
     int32_t b = 0;
+#if !defined(NN2C_OMIT_SPARSE_ROWS4)
     for (; b + 4 <= p->batches; b += 4) {
         const int8_t *const x[4] = {input + b * m->depth, input + (b + 1) * m->depth, input + (b + 2) * m->depth,
                                     input + (b + 3) * m->depth};
@@ -600,6 +609,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
                                 output + (b + 3) * m->out_c};
         nn2c_sparse_row4(m, x, out);
     }
+#endif
     for (; b < p->batches; ++b) {
         nn2c_sparse_row1(m, input + b * m->depth, output + b * m->out_c);
     }
@@ -608,6 +618,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
 /* Output pixels in raster order, four at a time; pixel q reads input pixel
  * (oy * stride_h - pad_h, ox * stride_w - pad_w), inside the input for a 1x1 filter without padding
  * (pad_h is also how a row-streamed call shifts its window of input rows). */
+#if !defined(NN2C_OMIT_SPARSE_ROWS4) /* (every sparse 1x1 convolution takes the path) */
 void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
     const nn2c_sparse_s8_t *m = &p->m;
     const nn2c_conv_geom_t *g = &p->g;
@@ -646,3 +657,4 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
         }
     }
 }
+#endif

@@ -532,6 +532,7 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
         return False
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     ctx.use_kernel("sparse")
+    ctx.take_path("SPARSE_ROWS4")
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {
         "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
         "g": geom.initializer(),

@@ -156,6 +156,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             layout = sparse_plan(ctx, rows, batches, packable=batches < 4)
             if layout is not None:
                 ctx.use_kernel("sparse")
+                if batches >= 4:
+                    ctx.take_path("SPARSE_ROWS4")
                 if layout.packed:
                     ctx.variant(PACKED_VARIANT)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {
