@@ -2019,17 +2019,28 @@ void nn2c_sums_s8(const int8_t *x, const void *weights, int32_t depth, int32_t f
 #if defined(NN2C_SIMD_DSP)
 /* Four rows at a time from their interleaved int8 words: per 4 inputs one LDR and two SXTB16 for the
  * input, two LDRDs for the four rows' words, and per row two SXTB16 and two SMLADs (21 instructions
- * per 16 MACs, besides the loop's). */
-void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
-                         const int32_t *init, int32_t *acc) {
+ * per 16 MACs, besides the loop's). with_offset (a constant of each caller): the sums of x + offset from 0
+ * (x + offset in [-255, 255]: both int16 halves of an input pair offset by one SADD16), else of x from init. */
+NN2C_INLINE void nn2c_sums_narrow_rows(const int8_t *x, const void *weights, int32_t depth, int32_t first,
+                                       int32_t rows, const int32_t *init, int32_t offset, int with_offset,
+                                       int32_t *acc) {
     const int32_t words = depth >> 2, rem = depth & 3;
+    const int32_t pair = (int32_t)(((uint32_t)offset & 0xFFFFu) * 0x10001u);
     const int8_t *w = (const int8_t *)weights + first * depth;
     int32_t r = 0;
     for (; r + 4 <= rows; r += 4, w += 4 * depth) {
         const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
-        int32_t s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        if (!with_offset) {
+            s0 = init[r], s1 = init[r + 1], s2 = init[r + 2], s3 = init[r + 3];
+        }
         for (int32_t k = 0; k < words; ++k, wp += 4) {
-            const int32_t xv = nn2c_simd_ld32(x + 4 * k), xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
+            const int32_t xv = nn2c_simd_ld32(x + 4 * k);
+            int32_t xe = __sxtb16(xv), xo = nn2c_sxtb16_ror8(xv);
+            if (with_offset) {
+                xe = __sadd16(xe, pair);
+                xo = __sadd16(xo, pair);
+            }
             const int32_t a = wp[0], b = wp[1], c = wp[2], d = wp[3];
             s0 = __smlad(xo, nn2c_sxtb16_ror8(a), __smlad(xe, __sxtb16(a), s0));
             s1 = __smlad(xo, nn2c_sxtb16_ror8(b), __smlad(xe, __sxtb16(b), s1));
@@ -2038,7 +2049,7 @@ void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, in
         }
         const int8_t *tail = w + 16 * words;
         for (int32_t t = 0; t < rem; ++t) {
-            const int32_t v = x[4 * words + t];
+            const int32_t v = x[4 * words + t] + (with_offset ? offset : 0);
             s0 = nn2c_sums_wrap(s0, v * tail[t]);
             s1 = nn2c_sums_wrap(s1, v * tail[rem + t]);
             s2 = nn2c_sums_wrap(s2, v * tail[2 * rem + t]);
@@ -2049,9 +2060,28 @@ void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, in
         acc[r + 2] = s2;
         acc[r + 3] = s3;
     }
-    for (; r < rows; ++r, w += depth) {
-        acc[r] = nn2c_simd_dot_s8(x, w, depth, init[r]);
+    for (; r < rows; ++r, w += depth) { /* the last rows % 4 rows as they are */
+        if (with_offset) {
+            int32_t sum = 0;
+            for (int32_t d = 0; d < depth; ++d) {
+                sum = nn2c_sums_wrap(sum, (x[d] + offset) * w[d]);
+            }
+            acc[r] = sum;
+        } else {
+            acc[r] = nn2c_simd_dot_s8(x, w, depth, init[r]);
+        }
     }
+}
+
+void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
+                         const int32_t *init, int32_t *acc) {
+    nn2c_sums_narrow_rows(x, weights, depth, first, rows, init, 0, 0, acc);
+}
+
+void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
+                         int32_t first, int32_t rows, int32_t *acc) {
+    (void)layout; /* NN2C_ROWS_NARROW */
+    nn2c_sums_narrow_rows(x, weights, depth, first, rows, NULL, offset, 1, acc);
 }
 #else /* Helium and the host read the rows as they are */
 void nn2c_sums_s8_narrow(const int8_t *x, const void *weights, int32_t depth, int32_t first, int32_t rows,
@@ -2143,49 +2173,7 @@ void nn2c_fc_s8_rows(const nn2c_fc_rows_params_t *p, const int8_t *input, int8_t
 /* acc[k] = sum_d w[first + k][d] (x[d] + offset) for a matrix in the layout codegen/ops/conv.py pack_rows
  * writes without widening (Arm DSP: NN2C_ROWS_NARROW, elsewhere NN2C_ROWS_PLAIN; the host reads any): the
  * input offset applied at run time, so no folded per-row constants sit in flash (--optimize size). */
-#if defined(NN2C_SIMD_DSP)
-void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
-                         int32_t first, int32_t rows, int32_t *acc) {
-    (void)layout; /* NN2C_ROWS_NARROW: four rows interleaved per 4 inputs (nn2c_sums_s8_narrow) */
-    const int32_t words = depth >> 2, rem = depth & 3;
-    /* x + offset in [-255, 255]: both int16 halves of a pair offset by one SADD16 */
-    const int32_t pair = (int32_t)(((uint32_t)offset & 0xFFFFu) * 0x10001u);
-    const int8_t *w = (const int8_t *)weights + first * depth;
-    int32_t r = 0;
-    for (; r + 4 <= rows; r += 4, w += 4 * depth) {
-        const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int32_t k = 0; k < words; ++k, wp += 4) {
-            const int32_t xv = nn2c_simd_ld32(x + 4 * k);
-            const int32_t xe = __sadd16(__sxtb16(xv), pair), xo = __sadd16(nn2c_sxtb16_ror8(xv), pair);
-            const int32_t a = wp[0], b = wp[1], c = wp[2], d = wp[3];
-            s0 = __smlad(xo, nn2c_sxtb16_ror8(a), __smlad(xe, __sxtb16(a), s0));
-            s1 = __smlad(xo, nn2c_sxtb16_ror8(b), __smlad(xe, __sxtb16(b), s1));
-            s2 = __smlad(xo, nn2c_sxtb16_ror8(c), __smlad(xe, __sxtb16(c), s2));
-            s3 = __smlad(xo, nn2c_sxtb16_ror8(d), __smlad(xe, __sxtb16(d), s3));
-        }
-        const int8_t *tail = w + 16 * words;
-        for (int32_t t = 0; t < rem; ++t) {
-            const int32_t v = x[4 * words + t] + offset;
-            s0 = nn2c_sums_wrap(s0, v * tail[t]);
-            s1 = nn2c_sums_wrap(s1, v * tail[rem + t]);
-            s2 = nn2c_sums_wrap(s2, v * tail[2 * rem + t]);
-            s3 = nn2c_sums_wrap(s3, v * tail[3 * rem + t]);
-        }
-        acc[r] = s0;
-        acc[r + 1] = s1;
-        acc[r + 2] = s2;
-        acc[r + 3] = s3;
-    }
-    for (; r < rows; ++r, w += depth) { /* the last rows % 4 rows as they are */
-        int32_t sum = 0;
-        for (int32_t d = 0; d < depth; ++d) {
-            sum = nn2c_sums_wrap(sum, (x[d] + offset) * w[d]);
-        }
-        acc[r] = sum;
-    }
-}
-#elif defined(NN2C_SIMD_MVE)
+#if defined(NN2C_SIMD_MVE) /* (the Arm DSP's: nn2c_sums_narrow_rows) */
 void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
                          int32_t first, int32_t rows, int32_t *acc) {
     (void)layout; /* NN2C_ROWS_PLAIN */
@@ -2216,7 +2204,7 @@ void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, i
         if (r + 1 < rows) acc[r + 1] = (int32_t)((uint32_t)s1 + (uint32_t)offset * (uint32_t)t1);
     }
 }
-#else
+#elif !defined(NN2C_SIMD_DSP)
 void nn2c_sums_s8_offset(const int8_t *x, int32_t offset, const void *weights, int32_t layout, int32_t depth,
                          int32_t first, int32_t rows, int32_t *acc) {
     for (int32_t k = 0; k < rows; ++k) {
