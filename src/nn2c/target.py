@@ -39,7 +39,7 @@ class Target:
     # the output stages' 64-bit rounding constants (codegen/ops/conv.py requant_rounding, 16 B a channel): read
     # by the Arm DSP kernels' fused high multiply; Helium's VQRDMULH stage and the portable code need none
     rounding_tables: bool = False
-    alignment: int = 16  # bytes: weight arrays, the arena and every buffer offset in it
+    alignment: int = 16  # bytes: weight arrays (4 at --optimize size), the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown
     vector_registers: int = 0  # SIMD vector registers (MVE: Q0-Q7); DSP SIMD works in the general ones
     # sparse int8 kernels (kernels/nn2c_sparse.c) against the dense ones, per layer shape ("row": one input

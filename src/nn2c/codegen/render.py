@@ -13,7 +13,7 @@ from importlib import resources
 import numpy as np
 
 from nn2c.codegen.cnames import c_comment, c_float
-from nn2c.codegen.context import NodeCode, ParamsStruct, WeightArray, format_field
+from nn2c.codegen.context import EmitContext, NodeCode, ParamsStruct, WeightArray, format_field
 from nn2c.codegen.cwriter import CWriter
 from nn2c.codegen.host_main import host_main_c
 from nn2c.codegen.kernel_config import CONFIG_HEADER, config_header, geometry_symbol, path_symbol
@@ -102,10 +102,10 @@ def used_weights(weights: list[WeightArray], params: list[ParamsStruct], stateme
     return [w for w in weights if w.ident in names]
 
 
-def weight_alignment(optimize: str) -> int:
-    """Bytes the weight arrays are aligned to: 16 (a Helium vector, the arena's alignment), at --optimize size
-    4, what the kernels' word loads need (LDR / LDRD / LDM, VLDRW; the padding between arrays is flash too)."""
-    return 4 if optimize == "size" else 16
+def weight_alignment(ctx: EmitContext) -> int:
+    """Bytes the weight arrays are aligned to: the target's alignment, at --optimize size 4, what the kernels'
+    word loads need (LDR / LDRD / LDM, VLDRW; the padding between arrays is flash too)."""
+    return 4 if ctx.optimize == "size" else ctx.target.alignment
 
 
 def _weights_source(name: str, weights: list[WeightArray], alignment: int) -> str:
@@ -427,7 +427,7 @@ def render(lowered: LoweredModel, arena: ArenaPlan, source_name: str,
         f"{name}.h": writer.header(),
         f"{name}.c": writer.source(),
         f"{name}_weights.h": _weights_header(name, weights, kernels),
-        f"{name}_weights.c": _weights_source(name, weights, weight_alignment(lowered.ctx.optimize)),
+        f"{name}_weights.c": _weights_source(name, weights, weight_alignment(lowered.ctx)),
         "main.c": host_main_c(name, len(graph.inputs)),
         "nn2c_manifest.json": _manifest(name, graph, arena.plan, lowered.state_bytes),
     }
