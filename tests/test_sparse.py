@@ -227,8 +227,9 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
 def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     """kws pruned 1:8 at --schedule layer: its 1x1 convolutions' outputs sit 64 bytes below their inputs, the
     four-pixel blocks computed in the scratch rows and copied; bit-exact with TFLM in QEMU, and on the M4 (four
-    rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.62x the dense
-    kernel's instructions (0.57x measured; 0.68x when the blocks ran pixel by pixel)."""
+    rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.56x the dense
+    kernel's instructions (0.52x measured; 0.57x with the segment loop, 0.68x when the blocks ran pixel by
+    pixel)."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model
@@ -248,7 +249,7 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     assert "NN2C_OMIT_SPARSE_ROWS4" not in result.files["nn2c_kernels/nn2c_config.h"]
     if target == "cortex-m4":
         dense = sum(layer.instructions for layer in reports["off"].layers if layer.index in sparse)
-        assert sum(sparse.values()) < 0.62 * dense, (sparse, dense)
+        assert sum(sparse.values()) < 0.56 * dense, (sparse, dense)
 
 
 @pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5)])
