@@ -75,14 +75,14 @@ class Target:
 
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
-_DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.087, 16.52, -0.03487, 42.93, 42.93))
-_DSP_SPARSE_BLOCK = ((0.9412, 11.36, 0.825, 105.1, 502.7), (2.646, 21.76, -0.1707, 50.43, 143.7))
+_DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.085, 16.58, 0.01406, 42.72, 42.72))
+_DSP_SPARSE_BLOCK = ((0.9412, 11.36, 0.825, 105.1, 502.7), (2.664, 16.64, -0.1422, 54.16, 156.7))
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
 # the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte
 # model's prediction (QEMU), within 2% on magnitude 90%
 _DSP_PACKED_EXTRA = (0.92, 17.6)
-_MVE_SPARSE_ROW = ((0.1907, 14.29, -0.4824, 59.99, 59.99), (1.087, 46.2, 0.3478, 28.15, 28.15))
+_MVE_SPARSE_ROW = ((0.1907, 14.29, -0.4824, 59.99, 59.99), (1.088, 46.19, 0.3103, 28.36, 28.36))
 _MVE_SPARSE_BLOCK = ((0.1385, 3.604, 0.0843, 94.01, 183.9), (0.4133, 47.71, 0.1223, 42.38, 41.54))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
