@@ -228,7 +228,7 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     """kws pruned 1:8 at --schedule layer: its 1x1 convolutions' outputs sit 64 bytes below their inputs, the
     four-pixel blocks computed in the scratch rows and copied; bit-exact with TFLM in QEMU, and on the M4 (four
     rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.56x the dense
-    kernel's instructions (0.52x measured; 0.57x with the segment loop, 0.68x when the blocks ran pixel by
+    kernel's instructions (0.52x measured; 0.58x with the segment loop, 0.69x when the blocks ran pixel by
     pixel)."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")

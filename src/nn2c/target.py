@@ -36,8 +36,9 @@ class Target:
     # nn2c_sums_s8 (a constant int8 matrix times a vector: LSTM gates, SVDF features): True (DSP) = groups of
     # 4 rows widened to int16 in SMLAD order (codegen/ops/conv.py pack_rows); False = [rows][depth] int8
     row_sums_int16: bool = False
-    # the output stages' 64-bit rounding constants (codegen/ops/conv.py requant_rounding, 16 B a channel): read
-    # by the Arm DSP kernels' fused high multiply; Helium's VQRDMULH stage and the portable code need none
+    # the dense SIMD kernels' 64-bit rounding constants (codegen/ops/conv.py requant_rounding, 16 B a channel):
+    # read by the Arm DSP's fused high multiply; Helium's VQRDMULH stage needs none (the sparse kernels' scalar
+    # output stage reads its own on every target: codegen/ops/sparse.py)
     rounding_tables: bool = False
     alignment: int = 16  # bytes: weight arrays (4 at --optimize size), the arena and every buffer offset in it
     gp_registers: int | None = None  # general-purpose registers a kernel may use (r0-r12); None: unknown

@@ -228,36 +228,41 @@ NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **step
 /* nn2c_mbqm_rounded plus the output offset for a shift in [-25, -2], given the multiplier and the scale
  * word (nn2c_sparse_s8_t.records): the rounding pair is built in registers, not loaded. With sh = -shift
  * - 1 >= 1 it is 2^30 + 2^(31 + sh) - [acc < 0] 2^31: low word 2^30 | (acc's sign bit), high word
- * 2^(sh - 1) (the scale word >> 8) - [acc < 0]. ASR by a register reads its bottom byte: sh. */
+ * 2^(sh - 1) (the scale word >> 8, in register H) - [acc < 0]. ASR by a register reads its bottom byte: sh. */
+#define NN2C_SPARSE_RECORD_RQ(H) \
+    "and    %[lo], %[acc], #0x80000000\n\t" \
+    "add    %[hi], " H ", %[acc], asr #31\n\t" \
+    "orr    %[lo], %[lo], #0x40000000\n\t" \
+    "smlal  %[lo], %[hi], %[acc], %[m]\n\t" \
+    "asr    %[hi], %[hi], %[scale]\n\t" \
+    "add    %[hi], %[hi], %[off]\n\t"
+
 NN2C_INLINE int32_t nn2c_sparse_record_requant(int32_t acc, int32_t multiplier, int32_t scale, int32_t offset) {
     int32_t lo, hi;
-    __asm__("lsr    %[hi], %[scale], #8\n\t"
-            "and    %[lo], %[acc], #0x80000000\n\t"
-            "add    %[hi], %[hi], %[acc], asr #31\n\t"
-            "orr    %[lo], %[lo], #0x40000000\n\t"
-            "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
-            "asr    %[hi], %[hi], %[scale]\n\t"
-            "add    %[hi], %[hi], %[off]\n\t"
+    __asm__("lsr    %[hi], %[scale], #8\n\t" NN2C_SPARSE_RECORD_RQ("%[hi]")
             : [lo] "=&r"(lo), [hi] "=&r"(hi)
             : [acc] "r"(acc), [m] "r"(multiplier), [scale] "r"(scale), [off] "r"(offset));
     (void)lo;
     return hi;
 }
 
-/* nn2c_sparse_record_requant with the rounding's high word h = scale >> 8 given (one channel's several outputs). */
+/* The same with the high word h = scale >> 8 given: once for a channel's several outputs (its own register,
+ * which the one-output loops measured slower with: the packed rows' 0.8% on pruned ad01). */
 NN2C_INLINE int32_t nn2c_sparse_record_requant_h(int32_t acc, int32_t multiplier, int32_t h, int32_t scale,
                                                  int32_t offset) {
     int32_t lo, hi;
-    __asm__("and    %[lo], %[acc], #0x80000000\n\t"
-            "add    %[hi], %[h], %[acc], asr #31\n\t"
-            "orr    %[lo], %[lo], #0x40000000\n\t"
-            "smlal  %[lo], %[hi], %[acc], %[m]\n\t"
-            "asr    %[hi], %[hi], %[scale]\n\t"
-            "add    %[hi], %[hi], %[off]\n\t"
+    __asm__(NN2C_SPARSE_RECORD_RQ("%[h]")
             : [lo] "=&r"(lo), [hi] "=&r"(hi)
             : [acc] "r"(acc), [m] "r"(multiplier), [h] "r"(h), [scale] "r"(scale), [off] "r"(offset));
     (void)lo;
     return hi;
+}
+
+/* The scale word of a per-tensor filter's one shift (a channel record's third word: channel_records in
+ * codegen/ops/sparse.py): sh = -shift - 1 in its low byte, 2^(sh - 1) above it. */
+NN2C_INLINE int32_t nn2c_sparse_scale_word(int32_t shift) {
+    const int32_t sh = -shift - 1;
+    return (int32_t)((1u << (sh + 7)) | (uint32_t)sh);
 }
 
 /* One input row x on the Arm DSP with channel records: per channel its counts, the dot over its entries
@@ -274,9 +279,8 @@ NN2C_INLINE void nn2c_sparse_records_loop(const nn2c_sparse_s8_t *m, const int8_
     const int32_t offset = m->output_offset, lo = m->act_min, hi = m->act_max;
     int32_t multiplier = 0, scale = 0;
     if (!per_channel) {
-        const int32_t sh = -m->shifts[0] - 1;
         multiplier = m->multipliers[0];
-        scale = (int32_t)((1u << (sh + 7)) | (uint32_t)sh);
+        scale = nn2c_sparse_scale_word(m->shifts[0]);
     }
     const int8_t *const end = out + m->out_c;
     for (; out < end; ++out, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
@@ -538,9 +542,8 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
     const int narrow = lo > -128 || hi < 127;
     int32_t multiplier = 0, scale = 0;
     if (!per_channel) {
-        const int32_t sh = -m->shifts[0] - 1;
         multiplier = m->multipliers[0];
-        scale = (int32_t)((1u << (sh + 7)) | (uint32_t)sh);
+        scale = nn2c_sparse_scale_word(m->shifts[0]);
     }
     const int8_t *const x0 = x[0], *const x1 = x[1], *const x2 = x[2], *const x3 = x[3];
     int8_t *const o0 = out[0], *const o1 = out[1], *const o2 = out[2], *const o3 = out[3];

@@ -295,8 +295,13 @@ def simd_multipliers(ctx: EmitContext, real: list[float]) -> tuple[str, str, str
     groups of 4 channels."""
     mantissas, shifts = (pad_channels(a) for a in quantize_multipliers(real))
     return (ctx.const_array(mantissas, "int32_t", "output multipliers"),
-            ctx.const_array(shifts, "int32_t", "output shifts"),
-            ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants")
+            ctx.const_array(shifts, "int32_t", "output shifts"), rounding_array(ctx, shifts))
+
+
+def rounding_array(ctx: EmitContext, shifts: np.ndarray) -> str:
+    """The flash array of requant_rounding(shifts), or NULL on a target whose kernels read none
+    (Target.rounding_tables)."""
+    return (ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants")
             if ctx.target.rounding_tables else "NULL")
 
 
@@ -697,16 +702,14 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     if lanes == 16:  # even channels first in each group of 8 (VMULLB / VMULLT lanes)
         order = (np.arange(0, per_channel["bias"].size).reshape(-1, 4, 2).transpose(0, 2, 1)).reshape(-1)
         per_channel = {k: v[order] for k, v in per_channel.items()}
-    if ctx.target.rounding_tables:
-        per_channel["rounding"] = requant_rounding(per_channel["shifts"])
     comments = {"bias": "bias with the input offset folded in", "multipliers": "output multipliers",
-                "shifts": "output shifts", "rounding": "output rounding constants"}
+                "shifts": "output shifts"}
     doubled = lanes == 4 and doubled_records_fit(np.ascontiguousarray(data.T), bias_data, -zero_point(x), shifts,
                                                  zero_point(out), act_min, act_max)
     # --optimize size: the int8 filter, half the int16 one's bytes, its sums doubled before the output stage
     filter8 = doubled and ctx.optimize == "size"
     if doubled:
-        idents = {k: "NULL" for k in (*per_channel, "rounding")}
+        idents = {k: "NULL" for k in (*per_channel, "rounding")}  # (the records hold the output stage)
         records = ctx.const_array(
             doubled_records(per_channel["bias"], mantissas, shifts, zero_point(out), double_bias=not filter8),
             "int32_t", "depthwise output stage per group of 4 channels: 4 " + ("" if filter8 else "doubled ")
@@ -717,9 +720,8 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         if geom.out_c % 4:
             ctx.take_path("DSP_DW_PARTIAL")
     else:
-        idents = {k: ctx.const_array(v, "int64_t" if k == "rounding" else "int32_t", comments[k])
-                  for k, v in per_channel.items()}
-        idents.setdefault("rounding", "NULL")
+        idents = {k: ctx.const_array(v, "int32_t", comments[k]) for k, v in per_channel.items()}
+        idents["rounding"] = rounding_array(ctx, per_channel["shifts"])
         records = "NULL"
         if lanes == 4:
             ctx.take_path("DSP_DW_ARRAYS")
