@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -57,9 +58,12 @@ from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
 MODELS = ["mlcommons_tiny/ad01_int8", "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8"]
 PRUNINGS = ["magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "1:8"]
 CORES = ["portable", "cortex-m4", "cortex-m55"]
-MODES = ["off", "always", "auto", "size-off", "size-auto"]
+MODES = ["off", "always", "auto", "size-off", "size-auto", "speed-off", "speed-always"]
 # measured only on the cores whose target packs at --optimize size (Target.sparse_packed_extra)
 SIZE_MODES = ("size-off", "size-auto")
+# measured only on the Arm DSP cores: --optimize speed keeps the sparse row pairs (nn2c_sparse_row4_pairs) even
+# where their scratch raises the arena, which a balanced build does only where it does not (compile.plan_stages)
+SPEED_MODES = ("speed-off", "speed-always")
 SPARSE_CALLS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
 
 
@@ -77,6 +81,7 @@ class LayerRun:
     instructions: dict[str, float] = field(default_factory=dict)  # mode -> per inference
     accesses: dict[str, float] = field(default_factory=dict)
     sparse_in: dict[str, bool] = field(default_factory=dict)  # mode -> ran the sparse kernel
+    pairs: dict[str, bool] = field(default_factory=dict)  # mode -> summed in row pairs
 
 
 @dataclass
@@ -87,6 +92,7 @@ class Run:
     total: dict[str, int] = field(default_factory=dict)  # mode -> instructions per inference
     accesses: dict[str, float] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)  # mode -> flash weight bytes
+    arena: dict[str, int] = field(default_factory=dict)  # mode -> arena bytes
     tflm: dict[str, str] = field(default_factory=dict)
     layers: list[LayerRun] = field(default_factory=list)
 
@@ -100,7 +106,23 @@ def _options(core: str, mode: str) -> CompileOptions:
 
 def _modes(core: str, modes: list[str]) -> list[str]:
     packs = core != "portable" and get_target(core).sparse_packed_extra is not None
-    return [m for m in modes if packs or m not in SIZE_MODES]
+    pairs = core != "portable" and get_target(core).simd == "dsp"
+    return [m for m in modes if (packs or m not in SIZE_MODES) and (pairs or m not in SPEED_MODES)]
+
+
+def _pairs_steps(path: Path, options: CompileOptions) -> set[int]:
+    """The steps of this build summed in row pairs: those whose call's parameter struct has `.pairs = 1`."""
+    result = compile_model(path, options)
+    source = result.files[f"{result.name}.c"]
+    structs = set(re.findall(r"(\w+) = \{[^;]*\.pairs = 1", source))
+    steps, current = set(), None
+    for line in source.splitlines():
+        match = re.match(r"\s*/\* \[(\d+)\] ", line)
+        if match:
+            current = int(match[1])
+        elif current is not None and any(f"&{ident}" in line for ident in structs):
+            steps.add(current)
+    return steps
 
 
 def _prune(model: str, pruning: str, workdir: Path) -> Path:
@@ -141,6 +163,8 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
         run.total[mode] = report.instructions_per_inference
         run.accesses[mode] = sum(report.loads + report.stores) / max(len(report.loads), 1)
         run.weights[mode] = report.footprint.flash_weights
+        run.arena[mode] = report.footprint.ram_arena
+        pairs = _pairs_steps(path, _options(core, mode)) if core != "portable" else set()
         bad = sum(c.mismatches for c in report.comparisons)
         run.tflm[mode] = ("not run: " + "; ".join(report.skipped.values()) if report.skipped or not report.comparisons
                           else "bit-exact" if bad == 0 else f"{bad} values differ")
@@ -150,6 +174,7 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
                 entry.instructions[mode] = layer.instructions
                 entry.accesses[mode] = layer.memory_accesses
                 entry.sparse_in[mode] = any(call in SPARSE_CALLS for call in layer.calls)
+                entry.pairs[mode] = layer.index in pairs
     run.layers = [x for x in layers.values() if x.instructions]
     return run
 
@@ -178,14 +203,17 @@ def _lstsq(features: list[list[int]], measured: list[float]) -> tuple[tuple[floa
 
 
 def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
-    """The dense and sparse instruction models of a core and layer shape, or None without data."""
+    """The dense and sparse instruction models of a core and layer shape ("row", "block": the balanced builds'
+    layers not in row pairs; "pairs": the speed builds' layers in row pairs), or None without data."""
+    dense_mode, sparse_mode = ("speed-off", "speed-always") if kind == "pairs" else ("off", "always")
     samples = [x for r in runs if r.core == core for x in r.layers
-               if x.kind == kind and x.sparse_in.get("always") and "off" in x.instructions]
+               if (x.kind == "block" if kind == "pairs" else x.kind == kind) and x.sparse_in.get(sparse_mode)
+               and x.pairs.get(sparse_mode, False) == (kind == "pairs") and dense_mode in x.instructions]
     if len(samples) < 2 * len(SPARSE_COST_FEATURES):
         return None
     features = [cost_features(x.outputs // x.rows, x.depth, x.rows, x.entries // x.rows) for x in samples]
-    dense, dense_error = _lstsq([f[0] for f in features], [x.instructions["off"] for x in samples])
-    sparse, sparse_error = _lstsq([f[1] for f in features], [x.instructions["always"] for x in samples])
+    dense, dense_error = _lstsq([f[0] for f in features], [x.instructions[dense_mode] for x in samples])
+    sparse, sparse_error = _lstsq([f[1] for f in features], [x.instructions[sparse_mode] for x in samples])
     return Fit(dense, sparse, len(samples), dense_error, sparse_error)
 
 
@@ -232,6 +260,28 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {dense:,} | {auto:,} "
                          f"| {auto / dense:.2f}x | {w_dense:,} | {w_auto:,} | {w_auto / w_dense:.2f}x "
                          f"| {(w_auto / w_balanced if w_balanced else 0):.2f}x | {verdict} |")
+    sped = [r for r in runs if "speed-off" in r.total and "speed-always" in r.total]
+    if sped:
+        lines += ["", "At `--optimize speed` (Arm DSP cores): a per-channel layer over at most 256 inputs run four rows at "
+                  "a time", "sums them in row pairs (nn2c_sparse_row4_pairs: two rows in one 64-bit SMLAL sum, 6 "
+                  "instructions an entry for", "four rows against 10), with 8 bytes of scratch per input; a balanced "
+                  "build keeps them only where the arena", "does not grow. Sparse-able layers = the layers `--sparse "
+                  "always` runs sparse, against the same layers dense; arena", "= the planned tensor arena (bytes) of "
+                  "the dense build at speed, the sparse one at speed, and the sparse one balanced.", "",
+                  "| model | pruning | core | layers in row pairs | sparse-able layers dense (speed) | sparse (speed) "
+                  "| ratio | sparse (balanced) | ratio | arena dense / sparse speed / sparse balanced | TFLM |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+        for r in sped:
+            chosen = [x for x in r.layers if x.sparse_in.get("speed-always") and "speed-off" in x.instructions]
+            dense = sum(x.instructions["speed-off"] for x in chosen)
+            fast = sum(x.instructions["speed-always"] for x in chosen)
+            balanced = sum(x.instructions.get("always", 0) for x in chosen)
+            paired = sum(x.pairs.get("speed-always", False) for x in chosen)
+            verdict = ", ".join(sorted({r.tflm[m] for m in SPEED_MODES}))
+            lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {paired} of {len(chosen)} "
+                         f"| {dense:,.0f} | {fast:,.0f} | {fast / dense:.2f}x | {balanced:,.0f} | {balanced / dense:.2f}x "
+                         f"| {r.arena.get('speed-off', 0):,} / {r.arena.get('speed-always', 0):,} / "
+                         f"{r.arena.get('always', 0):,} | {verdict} |")
     lines += ["", "Per layer that can run sparse (FULLY_CONNECTED, unpadded 1x1 CONV_2D) on the Cortex-M4: instructions",
               "per inference (the other cores' layers: `python bench/sparse.py --load runs.json --no-write --all-layers`).",
               "", "| model | pruning | core | op | kind | density | MACs | dense | sparse | ratio | auto chose |",
@@ -258,12 +308,22 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     lines += ["", "Instruction models: instructions = coefficients . (" + ", ".join(SPARSE_COST_FEATURES) + "), work =",
               "MACs (dense) or stored entries x input rows (sparse); relative least squares over the measured layers;",
               f"shipped in nn2c.target as sparse_row_cost / sparse_block_cost; `auto` takes sparse where predicted <= {SAFETY}x",
-              "dense. Max error = the largest |predicted / measured - 1| over the layers.", "",
+              "dense. `pairs`: the layers summed in row pairs at `--optimize speed` (the sparse coefficients shipped as",
+              "sparse_pairs_cost, which nn2c.profile predicts them with; `block` is fitted on the balanced builds' other",
+              "layers). Max error = the largest |predicted / measured - 1| over the layers.", "",
               "| core | kernel | layers | dense coefficients | max error | sparse coefficients | max error | shipped "
               "= fitted |", "|---|---|---:|---|---:|---|---:|---|"]
     for (core, kind), f in fits.items():
         target = get_target("host" if core == "portable" else core)
         shipped = target.sparse_cost(kind == "block")
+        if kind == "pairs":
+            if f is None and target.sparse_pairs_cost is None:
+                continue
+            same = "no data" if f is None else "yes" if target.sparse_pairs_cost == f.shipped[1] else "no"
+            lines.append(f"| {core} | pairs | {0 if f is None else f.layers} | {'-' if f is None else f.shipped[0]} "
+                         f"| {'-' if f is None else f'{f.dense_error:.0%}'} | {'-' if f is None else f.shipped[1]} "
+                         f"| {'-' if f is None else f'{f.sparse_error:.0%}'} | {same} |")
+            continue
         if f is None:
             lines.append(f"| {core} | {kind} | 0 | - | - | - | - | {(shipped is None and 'none') or 'no data'} |")
             continue
@@ -341,6 +401,7 @@ def main() -> int:
                 for mode in _modes(run.core, args.modes):
                     run.total[mode], run.accesses[mode] = fresh.total[mode], fresh.accesses[mode]
                     run.weights[mode], run.tflm[mode] = fresh.weights[mode], fresh.tflm[mode]
+                    run.arena[mode] = fresh.arena[mode]
                 by_index = {x.index: x for x in fresh.layers}
                 for x in run.layers:
                     again = by_index.get(x.index)
@@ -351,6 +412,7 @@ def main() -> int:
                             x.instructions[mode] = again.instructions[mode]
                             x.accesses[mode] = again.accesses[mode]
                             x.sparse_in[mode] = again.sparse_in[mode]
+                            x.pairs[mode] = again.pairs[mode]
                 print(f"{run.model} {run.pruning} {run.core}: {run.total} {run.tflm}", flush=True)
     elif not args.load:
         with tempfile.TemporaryDirectory() as tmp:
@@ -363,7 +425,7 @@ def main() -> int:
     if args.save:
         args.save.write_text(json.dumps([asdict(r) for r in runs]))
     cores = sorted({r.core for r in runs}, key=CORES.index)
-    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block")}
+    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block", "pairs")}
     text = table(runs, fits, args.all_layers)
     print(text)
     if not args.no_write:

@@ -230,7 +230,7 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     four-pixel blocks computed in the scratch rows and copied; bit-exact with TFLM in QEMU, and on the M4 (four
     rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.56x the dense
     kernel's instructions (0.52x measured; 0.58x with the segment loop, 0.69x when the blocks ran pixel by
-    pixel)."""
+    pixel); at --optimize speed, in row pairs (nn2c_sparse_row4_pairs), under 0.45x (0.42x measured)."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model
@@ -251,6 +251,11 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     if target == "cortex-m4":
         dense = sum(layer.instructions for layer in reports["off"].layers if layer.index in sparse)
         assert sum(sparse.values()) < 0.56 * dense, (sparse, dense)
+        speed = bench_model(path, target=target, count=2, seed=5, workdir=tmp_path / "speed",
+                            options=CompileOptions(target=target, sparse="always", schedule="layer", optimize="speed"))
+        assert speed.reference == "tflm" and speed.passed() and all(c.max_abs_diff == 0 for c in speed.comparisons)
+        paired = {layer.index: layer.instructions for layer in speed.layers if "nn2c_conv_s8_sparse" in layer.calls}
+        assert paired.keys() == sparse.keys() and sum(paired.values()) < 0.45 * dense, (paired, dense)
 
 
 @pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5)])
@@ -291,6 +296,99 @@ def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, batches, tmp
     report = bench_model(path, target="cortex-m4", count=3, seed=6, workdir=tmp_path / "qemu", options=options)
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def _row_pairs_model(batches: int, path: Path) -> Path:
+    """FULLY_CONNECTED layers of `batches` rows for the row pairs: a per-channel filter over 255 inputs whose first
+    channel is -128 at every input (128 sum|w| = 4,177,920, just under the pairs' 2^22), the others 0, 3, 4, 8,
+    11, 12 or 30 nonzeros (empty channels, odd and even numbers of fours); then one over 16, and one with RELU6
+    (an output range inside int8's: records, no pairs)."""
+    from tests.tflite_builder import ModelBuilder
+
+    rng = np.random.default_rng(37)
+    b = ModelBuilder()
+    x = b.tensor("int8", (batches, 255), scale=0.05, zero_point=-9)
+    h, depth = x, 255
+    for units, activation, zero_point in ((16, "NONE", 3), (12, "NONE", -7), (8, "RELU6", -100)):
+        w = np.zeros((units, depth), dtype=np.int64)
+        for row, nonzeros in zip(w, np.minimum(rng.choice([0, 3, 4, 8, 11, 12, 30], units), depth), strict=True):
+            row[rng.choice(depth, nonzeros, replace=False)] = rng.choice([-1, 1], nonzeros) * rng.integers(1, 128,
+                                                                                                        nonzeros)
+        if depth == 255:
+            w[0] = -128
+        wt = b.tensor("int8", (units, depth), scale=list(rng.uniform(0.0005, 0.002, units)), zero_point=[0] * units,
+                      data=w)
+        bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
+        y = b.tensor("int8", (batches, units), scale=0.5, zero_point=zero_point)
+        b.op("FULLY_CONNECTED", [h, wt, bias], [y], {"fused_activation_function": activation})
+        h, depth = y, units
+    path.write_bytes(b.build([x], [h]))
+    return path
+
+
+@pytest.mark.parametrize("batches", [4, 5, 6, 7])
+def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
+    """The Arm DSP's four-row loop over row pairs (nn2c_sparse_row4_pairs: two rows' sums in one 64-bit SMLAL
+    sum, the channel loop in assembly), with its last 1-3 rows as a block of four (nn2c_sparse_rows_tail):
+    bit-exact with TFLM in QEMU on inputs at -128 and 127 row by row (the low field's sum at +4,177,920 and
+    the high one's at -4,145,280 in one 64-bit sum, beside the 2^22 limit), at each end alone and at random;
+    also the host's C reading of the pair records (ASan + UBSan)."""
+    require_cc()
+    path = _row_pairs_model(batches, tmp_path / "pairs.tflite")
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize="speed")
+    result = compile_model(path, options)
+    source = result.files["pairs.c"]
+    assert source.count(".pairs = 1") == 2 and source.count(".pairs = 0") == 1, source
+    graph = result.graph
+    rows = np.array([-128 if k % 2 == 0 else 127 for k in range(batches)], dtype=np.int8)
+    records = [[np.repeat(rows[:, None], 255, axis=1)], [np.repeat(rows[::-1, None], 255, axis=1)],
+               *extreme_records(graph)]
+    exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    assert_records_match(run(exe, records, graph.inputs, graph.outputs), run_tflm(path, records, 1))
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets import cortexm_bench
+    from nn2c.verify.inputs import random_records
+
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    report = cortexm_bench.bench_model(path, target="cortex-m4", count=6, seed=8, workdir=tmp_path / "qemu",
+                                       options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def test_row_pairs_only_where_the_arena_allows(tmp_path, monkeypatch):
+    """A balanced build keeps the sparse row pairs only where their scratch (8 bytes an input) leaves the arena
+    as it is without them; --optimize speed keeps them anyway. kws_ref_model pruned 1:8 (its 1x1 convolutions
+    at the arena's peak): none at balanced, the four at speed in a larger arena; vww_96_int8 pruned 1:8: its
+    1x1 convolutions in row pairs at balanced in the same arena, bit-exact with TFLM in QEMU."""
+    from nn2c.codegen.ops import sparse as sparse_ops
+
+    def build(model: Path, optimize: str, pairs: bool = True) -> tuple[int, int]:
+        with monkeypatch.context() as patch:
+            if not pairs:
+                patch.setattr(sparse_ops, "takes_pairs", lambda rows: False)
+            result = compile_model(pruned(model, "1:8", tmp_path),
+                                   CompileOptions(target="cortex-m4", sparse="always", optimize=optimize))
+        return result.files[f"{result.name}.c"].count(".pairs = 1"), result.code.plan.arena_bytes
+
+    _, kws_without = build(KWS, "balanced", pairs=False)
+    assert build(KWS, "balanced") == (0, kws_without)
+    kws_speed = build(KWS, "speed")
+    assert kws_speed[0] == 4 and kws_speed[1] > kws_without
+    vww = model_path("mlcommons_tiny/vww_96_int8.tflite")
+    vww_pairs, vww_arena = build(vww, "balanced")
+    assert vww_pairs > 0 and vww_arena == build(vww, "balanced", pairs=False)[1]
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    report = bench_model(pruned(vww, "1:8", tmp_path), target="cortex-m4", count=2, seed=9, workdir=tmp_path / "q",
+                         options=CompileOptions(target="cortex-m4", sparse="always"))
+    assert report.reference == "tflm" and report.passed()
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert sum("nn2c_conv_s8_sparse" in layer.calls for layer in report.layers) >= vww_pairs
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])

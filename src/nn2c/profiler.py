@@ -34,7 +34,12 @@ from typing import Any
 from nn2c.boards import Board, board_budget, board_target, get_board
 from nn2c.codegen.cnames import c_identifier
 from nn2c.codegen.context import NodeCode
-from nn2c.codegen.ops.sparse import PACKED_VARIANT, SPARSE_KERNELS, sparse_instructions
+from nn2c.codegen.ops.sparse import (
+    PACKED_VARIANT,
+    PAIRS_VARIANT,
+    SPARSE_KERNELS,
+    sparse_instructions,
+)
 from nn2c.codegen.render import used_params, used_weights
 from nn2c.compile import load_model, optimise_stage, plan_stages
 from nn2c.errors import UsageError
@@ -219,7 +224,7 @@ def _sparse_step(target: Target, step: Any, code: NodeCode) -> float | None:
     model's: their members' kernels are predicted one by one there)."""
     if hasattr(step, "ops") or not any(f in SPARSE_KERNELS for f, _ in code.calls):
         return None
-    return sparse_instructions(target, step, packed=code.variant == PACKED_VARIANT)
+    return sparse_instructions(target, step, packed=code.variant == PACKED_VARIANT, pairs=code.variant == PAIRS_VARIANT)
 
 
 def same_lowering(target: str) -> list[str]:

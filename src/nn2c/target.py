@@ -52,6 +52,11 @@ class Target:
     # the packed sparse layout (--optimize size): instructions above sparse_row_cost's per stored entry and
     # per output channel, fitted to QEMU counts (see _DSP_PACKED_EXTRA); None: --sparse auto never packs
     sparse_packed_extra: tuple[float, float] | None = None
+    # the four-row loop over row pairs (nn2c_sparse_row4_pairs: Arm DSP, the layers codegen/ops/sparse.py sums
+    # so): the sparse kernel's coefficients of SPARSE_COST_FEATURES, fitted as above; nn2c.profile predicts such
+    # a layer with them (--sparse auto decides with sparse_block_cost, the slower loop's, as the row pairs are
+    # kept only where the arena allows: compile.plan_stages)
+    sparse_pairs_cost: tuple[float, ...] | None = None
 
     @property
     def is_cortex_m(self) -> bool:

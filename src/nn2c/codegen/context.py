@@ -70,10 +70,14 @@ class NodeCode:
 
 class EmitContext:
     def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto",
-                 optimize: str = "balanced") -> None:
+                 optimize: str = "balanced", row_pairs: bool = True) -> None:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
         self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
+        # sparse layers may sum four rows in row pairs (codegen/ops/sparse.py), more scratch for fewer
+        # instructions; whether one did (compile.plan_stages keeps them only where the arena does not grow)
+        self.row_pairs = row_pairs
+        self.took_row_pairs = False
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)

@@ -52,11 +52,12 @@ def check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
 
 
 def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False,
-          sparse: str = "auto", optimize: str = "balanced") -> LoweredModel:
-    """Lower every node of `graph` for `target`; `name` prefixes every C identifier."""
+          sparse: str = "auto", optimize: str = "balanced", row_pairs: bool = True) -> LoweredModel:
+    """Lower every node of `graph` for `target`; `name` prefixes every C identifier (row_pairs:
+    EmitContext.row_pairs)."""
     lowerings = load_all()
     check_supported(graph, lowerings)
-    ctx = EmitContext(name, target, debug, sparse, optimize)
+    ctx = EmitContext(name, target, debug, sparse, optimize, row_pairs)
     for value in graph.inputs + graph.outputs:
         ctx.value_id(value)
         if value.is_constant:

@@ -66,6 +66,7 @@ typedef struct {
     const int32_t *bias, *multipliers, *shifts;
     const int64_t *rounding;
     const int32_t *records;
+    int32_t pairs;
     int32_t offset, lo, hi;
 } nn2c_sparse_walk_t;
 
@@ -81,6 +82,7 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
     w.shifts = m->shifts;
     w.rounding = m->rounding;
     w.records = m->records;
+    w.pairs = m->pairs;
     w.offset = m->output_offset;
     w.lo = m->act_min;
     w.hi = m->act_max;
@@ -90,8 +92,24 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
 /* Channel c's bias and output stage: from the arrays, or (a build for an Arm DSP core without inline
  * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records; per_channel a constant of
  * the caller's instance (a per-tensor filter's stage is entry 0 of the arrays). */
+#if defined(NN2C_SPARSE_RECORDS_IN_C)
+/* A pair record's output stage (nn2c_sparse_s8_t.pairs): TFLite's requantisation of acc from the doubled sum
+ * 2 acc, m and h = 2^(r - 1) + offset 2^r (r: one more than h's trailing zeros), as the Arm DSP's SMMLAR; not
+ * clamped. */
+NN2C_INLINE int32_t nn2c_sparse_pair_requant(int32_t acc, const int32_t *r) {
+    int32_t shift = 1;
+    for (uint32_t h = (uint32_t)r[2]; !(h & 1u); h >>= 1) ++shift;
+    const int32_t acc2 = (int32_t)((uint32_t)acc * 2u);
+    const int64_t high = (int64_t)r[2] - (acc2 < 0);
+    return (int32_t)((high * 4294967296LL + (int64_t)acc2 * r[1] + 2147483648LL) >> 32) >> shift;
+}
+#endif
+
 NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c, int per_channel) {
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
+    if (o->records != NULL && o->pairs) { /* 2 bias - 2^23 (wrapping; 2 bias fits int32) */
+        return (int32_t)((uint32_t)o->records[NN2C_SPARSE_RECORD * c] + 0x800000u) >> 1;
+    }
     if (o->records != NULL) return o->records[per_channel ? NN2C_SPARSE_RECORD * c : c];
 #else
     (void)per_channel;
@@ -102,6 +120,10 @@ NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c, int
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc, int per_channel) {
     const int32_t q = per_channel ? c : 0;
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
+    if (o->records != NULL && o->pairs) {
+        acc = nn2c_sparse_pair_requant(acc, o->records + NN2C_SPARSE_RECORD * c);
+        return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
+    }
     if (o->records != NULL && per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
         acc = nn2c_add_offset(nn2c_mbqm(acc, r[1], -(r[2] & 0xFF) - 1), o->offset);
@@ -516,15 +538,16 @@ NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t
     NN2C_SPARSE_DSP_ROWS4_MACS("b", "[%[pi]], #4")
 /* The list (n a multiple of 4, > 0) two STEP4s an iteration, entered at the second when n / 4 is odd; n and
  * the end of the weights in memory (13 registers are taken). */
-#define NN2C_SPARSE_DSP_ROWS4_LOOP8 \
+#define NN2C_SPARSE_DSP_ROWS4_LOOP8_OF(STEP4) \
     "ldr    %[i], %[n]\n\t" \
     "tst    %[i], #4\n\t" \
     "bne    2f\n" \
-    "1:\n\t" NN2C_SPARSE_DSP_ROWS4_STEP4 \
-    "2:\n\t" NN2C_SPARSE_DSP_ROWS4_STEP4 \
+    "1:\n\t" STEP4 \
+    "2:\n\t" STEP4 \
     "ldr    %[i], %[end]\n\t" \
     "cmp    %[pw], %[i]\n\t" \
     "bne    1b\n\t"
+#define NN2C_SPARSE_DSP_ROWS4_LOOP8 NN2C_SPARSE_DSP_ROWS4_LOOP8_OF(NN2C_SPARSE_DSP_ROWS4_STEP4)
 
 /* Four input rows x[0..3] with channel records (an Arm DSP lowering's 1x1 convolution): the entries
  * (NN2C_SPARSE_DSP_ROWS4_LOOP8), each output from its channel's record (nn2c_sparse_record_requant_h, 6
@@ -597,9 +620,143 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
 }
 #endif
 
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
+/* Four input rows as two row pairs (nn2c_sparse_s8_t.pairs): at each input position the words x0 + 2^23 x1 and
+ * x2 + 2^23 x3 (nn2c_sparse_pair_rows, 8 bytes a position), so that one SMLAL of an entry's weight adds to two
+ * rows' sums at once, held in one 64-bit sum: 6 instructions an entry for the four rows, where
+ * NN2C_SPARSE_DSP_ROWS4_MACS takes 10. Each sum starts at 2^22 + 2^23 2^22: the low field S0 + 2^22 stays in
+ * [0, 2^23) (|S0| < 2^22: 128 sum|w| < 2^22, the codegen's test), so it is the sum's low 23 bits and S1 + 2^22
+ * the rest shifted down. */
+static void nn2c_sparse_pair_rows(const int8_t *const x[4], int32_t depth, int32_t *xp) {
+    const int8_t *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    for (int32_t i = 0; i < depth; ++i, xp += 2) {
+        xp[0] = x0[i] + x1[i] * (1 << 23);
+        xp[1] = x2[i] + x3[i] * (1 << 23);
+    }
+}
+
+/* An entry of the list against the row pairs at xa / xb (xp, its second word): its position and weight bytes,
+ * each pair's word at 8 x position, one SMLAL a pair */
+#define NN2C_SPARSE_DSP_PAIRS_ENTRY(POS, VAL) \
+    "ldrb   %[i], " POS "\n\t" \
+    "ldrsb  %[w], " VAL "\n\t" \
+    "ldr    %[v], [%[xa], %[i], lsl #3]\n\t" \
+    "smlal  %[l0], %[h0], %[v], %[w]\n\t" \
+    "ldr    %[v], [%[xb], %[i], lsl #3]\n\t" \
+    "smlal  %[l1], %[h1], %[v], %[w]\n\t"
+/* four of them, the last with the pointers' steps */
+#define NN2C_SPARSE_DSP_PAIRS_STEP4 \
+    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #1]", "[%[pw], #1]") \
+    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #2]", "[%[pw], #2]") \
+    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #3]", "[%[pw], #3]") \
+    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi]], #4", "[%[pw]], #4")
+/* the output of a row from its doubled sum A (in place) with the pair record's m (w), h (v) and r (e), as
+ * nn2c_record_requant_doubled */
+#define NN2C_SPARSE_DSP_PAIRS_RQ(A) \
+    "add    %[i], %[v], %[" A "], asr #31\n\t" \
+    "smmlar %[i], %[" A "], %[w], %[i]\n\t" \
+    "asr    %[i], %[i], %[e]\n\t" \
+    "ssat   %[" A "], #8, %[i]\n\t"
+
+/* What the channel loop of nn2c_sparse_row4_pairs keeps in memory (13 registers hold the rest). */
+typedef struct {
+    const uint16_t *count;
+    const int32_t *rec;
+    int8_t *out;       /* row 0's output of the channel */
+    int8_t *out_end;   /* row 0's output past the last channel */
+    int32_t stride;    /* bytes from one row's outputs to the next's */
+} nn2c_sparse_pairs_frame_t;
+
+/* The four rows x (their outputs `stride` bytes apart from out) of a layer with pair records, per-channel and
+ * over at most 256 inputs (the codegen's test), the whole channel loop in assembly: per channel 57
+ * instructions and 6 an entry (the records' loop, nn2c_sparse_row4_records: about 65 and 10). Pair record:
+ * B = 2 bias - 2^23, m, h = 2^(r - 1) + offset 2^r; the doubled sums B + 2 (S + 2^22) of the rows, r counted
+ * from h's trailing zeros. xp: 8 * depth bytes of scratch. */
+static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *out, int32_t stride,
+                                   int32_t *xp) {
+    nn2c_sparse_pair_rows(x, m->depth, xp);
+    nn2c_sparse_pairs_frame_t frame = {m->counts, m->records, out, out + m->out_c, stride};
+    nn2c_sparse_pairs_frame_t *const fr = &frame;
+    const uint8_t *pi = m->index;
+    const int8_t *pw = m->values;
+    int32_t l0, h0, l1, h1, i, w, v, e;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr    %[e], [%[fr]]\n\t"
+        "ldrh   %[i], [%[e]], #2\n\t"
+        "str    %[e], [%[fr]]\n\t"
+        "mov    %[l0], #0x400000\n\t"
+        "mov    %[h0], #0x2000\n\t"
+        "mov    %[l1], #0x400000\n\t"
+        "mov    %[h1], #0x2000\n\t"
+        "cmp    %[i], #0\n\t"
+        "beq    4f\n\t"
+        "add    %[e], %[pw], %[i]\n\t"
+        "tst    %[i], #4\n\t"
+        "bne    3f\n"
+        "2:\n\t" NN2C_SPARSE_DSP_PAIRS_STEP4
+        "3:\n\t" NN2C_SPARSE_DSP_PAIRS_STEP4
+        "cmp    %[pw], %[e]\n\t"
+        "bne    2b\n"
+        "4:\n\t"
+        /* the pairs' fields: S1 + 2^22 above bit 23, S0 + 2^22 below */
+        "lsl    %[h0], %[h0], #9\n\t"
+        "orr    %[h0], %[h0], %[l0], lsr #23\n\t"
+        "ubfx   %[l0], %[l0], #0, #23\n\t"
+        "lsl    %[h1], %[h1], #9\n\t"
+        "orr    %[h1], %[h1], %[l1], lsr #23\n\t"
+        "ubfx   %[l1], %[l1], #0, #23\n\t"
+        /* the record, the doubled sums, r */
+        "ldr    %[e], [%[fr], #4]\n\t"
+        "ldrd   %[i], %[w], [%[e]], #12\n\t"
+        "ldr    %[v], [%[e], #-4]\n\t"
+        "str    %[e], [%[fr], #4]\n\t"
+        "add    %[l0], %[i], %[l0], lsl #1\n\t"
+        "add    %[h0], %[i], %[h0], lsl #1\n\t"
+        "add    %[l1], %[i], %[l1], lsl #1\n\t"
+        "add    %[h1], %[i], %[h1], lsl #1\n\t"
+        "rbit   %[e], %[v]\n\t"
+        "clz    %[e], %[e]\n\t"
+        "add    %[e], %[e], #1\n\t"
+        NN2C_SPARSE_DSP_PAIRS_RQ("l0") NN2C_SPARSE_DSP_PAIRS_RQ("h0")
+        NN2C_SPARSE_DSP_PAIRS_RQ("l1") NN2C_SPARSE_DSP_PAIRS_RQ("h1")
+        /* the four rows' bytes, the next channel */
+        "ldr    %[w], [%[fr], #8]\n\t"
+        "ldr    %[v], [%[fr], #16]\n\t"
+        "strb   %[l0], [%[w]]\n\t"
+        "strb   %[h0], [%[w], %[v]]\n\t"
+        "add    %[e], %[w], %[v], lsl #1\n\t"
+        "strb   %[l1], [%[e]]\n\t"
+        "strb   %[h1], [%[e], %[v]]\n\t"
+        "ldr    %[i], [%[fr], #12]\n\t"
+        "add    %[w], %[w], #1\n\t"
+        "str    %[w], [%[fr], #8]\n\t"
+        "cmp    %[w], %[i]\n\t"
+        "bne    1b\n\t"
+        : [l0] "=&r"(l0), [h0] "=&r"(h0), [l1] "=&r"(l1), [h1] "=&r"(h1), [pi] "+r"(pi), [pw] "+r"(pw),
+          [i] "=&r"(i), [w] "=&r"(w), [v] "=&r"(v), [e] "=&r"(e)
+        : [xa] "r"(xp), [xb] "r"(xp + 1), [fr] "r"(fr)
+        : "cc", "memory");
+    (void)l0, (void)h0, (void)l1, (void)h1, (void)i, (void)w, (void)v, (void)e;
+}
+#undef NN2C_SPARSE_DSP_PAIRS_RQ
+#undef NN2C_SPARSE_DSP_PAIRS_STEP4
+#undef NN2C_SPARSE_DSP_PAIRS_ENTRY
+#endif
+
 #if !defined(NN2C_OMIT_SPARSE_ROWS4) /* nn2c_config.h: some layer runs four rows at a time */
-/* (every instance in the one function its callers call) */
-static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4]) {
+/* (every instance in the one function its callers call; pairs: 8 * depth bytes for nn2c_sparse_pair_rows where
+ * m->pairs, else NULL) */
+static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
+                             int32_t *pairs) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->pairs) { /* (the four rows' outputs one stride apart: nn2c_sparse_rows_tail, the callers) */
+        nn2c_sparse_row4_pairs(m, x, out[0], (int32_t)(out[1] - out[0]), pairs);
+        return;
+    }
+#else
+    (void)pairs;
+#endif
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->records != NULL) {
         /* (the usual layer, per-channel over at most 256 inputs, without the segment loop: kws pruned 1:8, its
@@ -621,19 +778,42 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
     }
 }
 
+#if defined(NN2C_SPARSE_RECORDS)
+/* The last n (1 to 3) rows of a layer with pair records, which only the four-row loop reads: the last one
+ * repeated to four, computed into rows (4 * out_c bytes of scratch), the n copied out. */
+static void nn2c_sparse_rows_tail(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[], int32_t n,
+                                  int32_t *pairs, int8_t *rows) {
+    const int8_t *const x4[4] = {x[0], x[n > 1 ? 1 : 0], x[n > 2 ? 2 : n - 1], x[n - 1]};
+    int8_t *const o4[4] = {rows, rows + m->out_c, rows + 2 * m->out_c, rows + 3 * m->out_c};
+    nn2c_sparse_row4(m, x4, o4, pairs);
+    for (int32_t r = 0; r < n; ++r) {
+        memcpy(out[r], o4[r], (size_t)m->out_c);
+    }
+}
+#endif
 #endif
 
-void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output) {
+void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
     const nn2c_sparse_s8_t *m = &p->m;
     int32_t b = 0;
+    (void)scratch; /* (a build without the four-row path) */
 #if !defined(NN2C_OMIT_SPARSE_ROWS4)
     for (; b + 4 <= p->batches; b += 4) {
         const int8_t *const x[4] = {input + b * m->depth, input + (b + 1) * m->depth, input + (b + 2) * m->depth,
                                     input + (b + 3) * m->depth};
         int8_t *const out[4] = {output + b * m->out_c, output + (b + 1) * m->out_c, output + (b + 2) * m->out_c,
                                 output + (b + 3) * m->out_c};
-        nn2c_sparse_row4(m, x, out);
+        nn2c_sparse_row4(m, x, out, (int32_t *)scratch);
     }
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->pairs && b < p->batches) { /* (the scratch: the row pairs, then 4 * out_c bytes) */
+        const int32_t n = p->batches - b;
+        const int8_t *const x[3] = {input + b * m->depth, input + (b + n / 2) * m->depth, input + (b + n - 1) * m->depth};
+        int8_t *const out[3] = {output + b * m->out_c, output + (b + n / 2) * m->out_c, output + (b + n - 1) * m->out_c};
+        nn2c_sparse_rows_tail(m, x, out, n, (int32_t *)scratch, (int8_t *)scratch + 8 * m->depth);
+        return;
+    }
+#endif
 #endif
     for (; b < p->batches; ++b) {
         nn2c_sparse_row1(m, input + b * m->depth, output + b * m->out_c);
@@ -648,6 +828,8 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
     const nn2c_sparse_s8_t *m = &p->m;
     const nn2c_conv_geom_t *g = &p->g;
     const int32_t pixels = g->out_h * g->out_w;
+    int32_t *const pairs = (int32_t *)scratch;
+    int8_t *const rows_scratch = (int8_t *)scratch + (m->pairs ? 8 * m->depth : 0);
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
         int8_t *out_b = output + b * pixels * g->out_c;
@@ -667,16 +849,22 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
              * where an in-place plan puts them over those inputs, into the scratch rows first (copied in
              * order once the four are read: pixel by pixel in order is safe, memory/inplace.py) */
             if (out[3] + g->out_c <= x[0] || out[0] >= x[3] + g->in_c) {
-                nn2c_sparse_row4(m, x, out);
+                nn2c_sparse_row4(m, x, out, pairs);
             } else {
-                int8_t *const s0 = (int8_t *)scratch;
+                int8_t *const s0 = rows_scratch;
                 int8_t *const rows[4] = {s0, s0 + g->out_c, s0 + 2 * g->out_c, s0 + 3 * g->out_c};
-                nn2c_sparse_row4(m, x, rows);
+                nn2c_sparse_row4(m, x, rows, pairs);
                 for (int32_t r = 0; r < 4; ++r) {
                     memcpy(out[r], rows[r], (size_t)g->out_c);
                 }
             }
         }
+#if defined(NN2C_SPARSE_RECORDS)
+        if (m->pairs && ready > 0) {
+            nn2c_sparse_rows_tail(m, x, out, ready, pairs, rows_scratch);
+            continue;
+        }
+#endif
         for (int32_t r = 0; r < ready; ++r) {
             nn2c_sparse_row1(m, x[r], out[r]);
         }

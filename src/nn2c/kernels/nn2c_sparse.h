@@ -39,6 +39,12 @@ typedef struct {
      * word (-shift - 1) | 2^(-shift - 2) << 8 (nn2c_sparse_record_requant). The rounding pair is built
      * from the scale word at run time: 12 bytes a channel instead of 28, for about one instruction more. */
     const int32_t *records;
+    /* Arm DSP, a per-channel layer over at most 256 inputs run four rows at a time: 1 where it sums them in row
+     * pairs (nn2c_sparse_row4_pairs: two rows in one 64-bit sum, exact as 128 sum|w| < 2^22 for every channel;
+     * its scratch 8 * depth bytes, then 4 * out_c), its records then pair records: per channel 2 bias - 2^23,
+     * the multiplier and 2^(r - 1) + output_offset 2^r, r = -shift in [1, 24] (one more than that word's
+     * trailing zeros); only the four-row loop reads them there (a last 1-3 rows run as a block of four) */
+    int32_t pairs;
     int32_t output_offset;
     int32_t act_min, act_max;
 } nn2c_sparse_s8_t;
@@ -55,7 +61,9 @@ typedef struct {
     nn2c_conv_geom_t g;
 } nn2c_conv_sparse_params_t;
 
-void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output);
-/* scratch: 4 * out_c bytes (four pixels' outputs where they overlap their inputs: an in-place plan) */
+/* scratch: 8 * depth bytes where m.pairs (the four rows' inputs as row pairs), else none (NULL) */
+void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
+/* scratch: 8 * depth bytes where m.pairs, then 4 * out_c bytes (four pixels' outputs where they overlap their
+ * inputs: an in-place plan) */
 void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
 #endif

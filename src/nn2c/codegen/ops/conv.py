@@ -538,12 +538,12 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     ctx.use_kernel("sparse")
     ctx.take_path("SPARSE_ROWS4")
-    params = ctx.params_struct("nn2c_conv_sparse_params_t", {
-        "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max),
-        "g": geom.initializer(),
-    })
-    # 4 pixels' outputs: where an in-place plan puts them over their inputs, computed there first
-    scratch = ctx.scratch(4 * geom.out_c)
+    initializer, pairs = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
+                                       act_max, rows4=True)
+    params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})
+    # (the row pairs, if any, then) 4 pixels' outputs: where an in-place plan puts them over their inputs, computed
+    # there first
+    scratch = ctx.scratch(pairs or 4 * geom.out_c)
     ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out), scratch)
     return True
 

@@ -160,12 +160,11 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                     ctx.take_path("SPARSE_ROWS4")
                 if layout.packed:
                     ctx.variant(PACKED_VARIANT)
-                params = ctx.params_struct("nn2c_fc_sparse_params_t", {
-                    "m": sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
-                                       act_max),
-                    "batches": batches,
-                })
-                ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out))
+                initializer, pairs = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
+                                                   act_min, act_max, rows4=batches >= 4)
+                params = ctx.params_struct("nn2c_fc_sparse_params_t", {"m": initializer, "batches": batches})
+                ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out),
+                         ctx.scratch(pairs) if pairs else "NULL")  # (the row pairs, their last rows' outputs)
                 return
         # run-time weights (TFLM allows them) cannot be re-laid out: the portable kernel reads them as they are
         if simd_layout(ctx) and constant:

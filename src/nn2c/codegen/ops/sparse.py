@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nn2c.codegen.context import EmitContext, format_field
-from nn2c.codegen.ops.conv import folded_bias, requant_rounding
+from nn2c.codegen.ops.conv import doubled_records_fit, folded_bias, requant_rounding
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier
 from nn2c.target import Target
@@ -31,6 +31,9 @@ RECORD_WORDS = 3  # NN2C_SPARSE_RECORD: int32 words of a per-channel filter's ou
 # the shifts the records' scale word holds: sh = -shift - 1 >= 1 (the rounding's high word 2^(sh - 1)),
 # 2^(sh - 1) << 8 within 32 bits; a real model's are about -5 to -12
 RECORD_SHIFTS = (-25, -2)
+# nn2c_sparse_row4_pairs: two rows' sums in one 64-bit sum S0 + 2^23 S1, exact while |S0| < 2^22 for any int8
+# input, i.e. 128 sum|w| < 2^22 for every channel
+PAIR_SUM_LIMIT = 1 << 22
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
 SAFETY = 0.85
@@ -51,6 +54,7 @@ SHALLOW_SAFETY = 0.7
 SPARSE_COST_FEATURES = ("work", "outputs", "inputs", "rows", "call")
 SPARSE_KERNELS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
 PACKED_VARIANT = "packed"  # NodeCode.variant of a layer in the packed layout (nn2c.profile predicts it so)
+PAIRS_VARIANT = "row-pairs"  # NodeCode.variant of a layer summed in row pairs (Target.sparse_pairs_cost)
 
 
 def density(rows: np.ndarray) -> float:
@@ -240,11 +244,19 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     return layout
 
 
+def takes_pairs(rows: np.ndarray) -> bool:
+    """Whether the four-row loops may sum two rows in one 64-bit sum (nn2c_sparse_s8_t.pairs): PAIR_SUM_LIMIT
+    for every channel of these [out_c, depth] int8 rows."""
+    return bool(np.all(128 * np.abs(rows.astype(np.int64)).sum(axis=1) < PAIR_SUM_LIMIT))
+
+
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
-                  real: list[float], output_offset: int, act_min: int, act_max: int) -> str:
+                  real: list[float], output_offset: int, act_min: int, act_max: int, rows4: bool) -> tuple[str, int]:
     """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs) and
-    its real multipliers (one for a per-tensor filter). On the Arm DSP each channel's output stage is one
-    record where every shift allows (RECORD_SHIFTS)."""
+    its real multipliers (one for a per-tensor filter), and the bytes of scratch its row pairs take (0 without).
+    On the Arm DSP each channel's output stage is one record where every shift allows (RECORD_SHIFTS); a
+    per-channel layer over at most SEGMENT inputs run four rows at a time (rows4) sums them in row pairs where
+    takes_pairs and its doubled output stage (doubled_records_fit) allow, with pair_records."""
     out_c, depth = rows.shape
     pairs = [quantize_multiplier(m) for m in real]
     if len(set(pairs)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
@@ -267,7 +279,16 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     }
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    if ctx.target.simd == "dsp" and bool(np.all((shifts >= RECORD_SHIFTS[0]) & (shifts <= RECORD_SHIFTS[1]))):
+    row_pairs = (rows4 and ctx.row_pairs and ctx.target.simd == "dsp" and per_channel and layout.segments == 1
+                 and not layout.packed and takes_pairs(rows)
+                 and doubled_records_fit(rows, bias_data, input_offset, shifts, output_offset, act_min, act_max))
+    if row_pairs:  # (nn2c_sparse_row4_pairs)
+        ctx.took_row_pairs = True
+        ctx.variant(PAIRS_VARIANT)
+        fields["records"] = ctx.const_array(pair_records(folded, multipliers, shifts, output_offset), "int32_t",
+                                            "sparse output stage per channel (row pairs): 2 bias - 2^23, "
+                                            "multiplier, rounding with the output offset")
+    elif ctx.target.simd == "dsp" and bool(np.all((shifts >= RECORD_SHIFTS[0]) & (shifts <= RECORD_SHIFTS[1]))):
         # the output stage channel by channel in one record (nn2c_sparse_row1_records, _row4_records) instead of
         # arrays
         if per_channel:
@@ -279,8 +300,25 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     else:
         fields.update(stage, bias=ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
                       rounding=ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
+    fields["pairs"] = int(row_pairs)
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
-    return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}"
+    # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
+    scratch = 8 * depth + 4 * out_c if row_pairs else 0
+    return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}", scratch
+
+
+def pair_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
+    """Per output channel RECORD_WORDS int32 words of a layer summed in row pairs (nn2c_sparse_s8_t.pairs): the
+    doubled bias less 2^23 (the sums' two fields start at 2^22), the multiplier, and 2^(r - 1) + output_offset
+    2^r, r = -shift (nn2c_record_requant_doubled; doubled_records_fit), from whose trailing zeros the kernel
+    reads r."""
+    out_c = multipliers.size
+    r = -shifts.astype(np.int64)
+    records = np.zeros((out_c, RECORD_WORDS), dtype=np.int64)
+    records[:, 0] = 2 * np.asarray(bias[:out_c], dtype=np.int64) - (1 << 23)
+    records[:, 1] = multipliers
+    records[:, 2] = np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
+    return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
 def channel_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray) -> np.ndarray:
@@ -296,14 +334,17 @@ def channel_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarra
     return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
-def sparse_instructions(target: Target, node: Node, packed: bool = False) -> float | None:
+def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs: bool = False) -> float | None:
     """The instructions the target's model predicts for a FULLY_CONNECTED / CONV_2D node lowered to a
-    sparse kernel, in the packed layout if `packed` (None without a model)."""
+    sparse kernel, in the packed layout if `packed`, summed in row pairs if `pairs` (None without a model)."""
     w = node.inputs[1]
     if w is None or w.data is None or not node.outputs:
         return None
     rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
     input_rows = node.outputs[0].type.num_elements // max(rows.shape[0], 1)
+    if pairs and target.sparse_pairs_cost is not None:
+        features = cost_features(rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))[1]
+        return max(float(np.dot(target.sparse_pairs_cost, features)), 0.0)
     layout = packed_layout(rows) if packed else None
     predicted = predicted_instructions(target, layout or sparse_layout(rows), input_rows)
     return None if predicted is None else max(predicted[1], 0.0)
