@@ -353,16 +353,21 @@ def break_even_table() -> str:
     from nn2c.target import get_target
 
     cores = [c for c in CORES if c != "portable" and get_target(c).sparse_row_cost is not None]
+    paired = [c for c in cores if get_target(c).sparse_pairs_cost is not None]
     lines = ["## Sparse kernels: break-even density per layer shape and core", "",
              "Written by `bench/sparse.py --break-even` from the instruction models nn2c ships (nn2c.target, fitted by "
              "this script to QEMU counts, table above): the density (nonzeros / weights) below which the sparse kernel "
              "is predicted to take fewer instructions than nn2c's dense one. There is no single figure per kernel: the "
              "dense kernels' cost per MAC depends on the shape (Helium's 16 lanes, the per-channel requantization). "
              f"`--sparse auto` takes a layer only below {SAFETY}x the dense cost, at a lower density. One input row "
-             "uses the `row` models, four or more (1x1 convolutions) the `block` ones; 0 = sparse never wins.", "",
-             "| layer | rows | " + " | ".join(cores) + " |", "|---|---|" + "---|" * len(cores)]
+             "uses the `row` models, four or more (1x1 convolutions) the `block` ones; `row pairs`: the four-row "
+             "loop over row pairs (`--optimize speed`, or balanced where the arena allows; `auto` decides with "
+             "`block`); 0 = sparse never wins.", "",
+             "| layer | rows | " + " | ".join(cores + [f"{c} (row pairs)" for c in paired]) + " |",
+             "|---|---|" + "---|" * (len(cores) + len(paired))]
     for label, out_c, depth, rows in BREAK_EVEN_SHAPES:
         cells = [break_even_density(get_target(c), out_c, depth, rows) for c in cores]
+        cells += [break_even_density(get_target(c), out_c, depth, rows, pairs=True) for c in paired]
         lines.append(f"| {label} | {rows} | " + " | ".join("-" if x is None else f"{x:.2f}" for x in cells) + " |")
     return "\n".join(lines) + "\n"
 

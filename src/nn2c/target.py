@@ -81,15 +81,17 @@ class Target:
 
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
-_DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.085, 16.58, 0.01406, 42.72, 42.72))
-_DSP_SPARSE_BLOCK = ((0.9412, 11.36, 0.825, 105.1, 502.7), (2.664, 16.64, -0.1422, 54.16, 156.7))
+_DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.086, 16.55, -0.005119, 44.78, 44.78))
+_DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.48, -0.5306, 55.6, 166.1))
+# the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
+_DSP_SPARSE_PAIRS = (1.642, 14.81, 2.505, 29.24, 786.9)
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
 # the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte
 # model's prediction (QEMU), within 2% on magnitude 90%
 _DSP_PACKED_EXTRA = (0.92, 17.6)
-_MVE_SPARSE_ROW = ((0.1907, 14.29, -0.4824, 59.99, 59.99), (1.088, 46.19, 0.3103, 28.36, 28.36))
-_MVE_SPARSE_BLOCK = ((0.1385, 3.604, 0.0843, 94.01, 183.9), (0.4133, 47.71, 0.1223, 42.38, 41.54))
+_MVE_SPARSE_ROW = ((0.1907, 14.29, -0.4824, 59.99, 59.99), (1.088, 46.19, 0.3082, 28.89, 28.89))
+_MVE_SPARSE_BLOCK = ((0.1385, 3.604, 0.0843, 94.01, 183.9), (0.4133, 47.71, 0.1221, 42.38, 44.47))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     # no sparse model: the host target's instructions depend on the machine its C is built for (bench/sparse.py
@@ -99,13 +101,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA),
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA),
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,
            vector_registers=8, sparse_row_cost=_MVE_SPARSE_ROW, sparse_block_cost=_MVE_SPARSE_BLOCK),

@@ -193,15 +193,20 @@ def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, ent
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
 
-def break_even_density(target: Target, out_c: int, depth: int, input_rows: int) -> float | None:
+def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, pairs: bool = False
+                       ) -> float | None:
     """The density (nonzeros / weights) below which the target's fitted models predict the sparse kernel
     faster than the dense one, for an [out_c, depth] filter on input_rows rows; --sparse auto takes it
     only below SAFETY times the dense cost, a lower density. Nonzeros spread evenly: each (channel,
     segment) list pads 1.5 entries on average to its block of 4. None without a model; 0 where sparse
-    never wins."""
+    never wins. pairs: the sparse kernel in row pairs (Target.sparse_pairs_cost; four rows or more)."""
     cost = target.sparse_cost(input_rows >= 4)
     if cost is None:
         return None
+    if pairs:
+        if target.sparse_pairs_cost is None or input_rows < 4:
+            return None
+        cost = (cost[0], target.sparse_pairs_cost)
     dense, empty = cost_features(out_c, depth, input_rows, 0)
     per_entry = cost[1][0] * input_rows
     if per_entry <= 0:
