@@ -58,12 +58,12 @@ from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
 MODELS = ["mlcommons_tiny/ad01_int8", "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8"]
 PRUNINGS = ["magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "1:8"]
 CORES = ["portable", "cortex-m4", "cortex-m55"]
-MODES = ["off", "always", "auto", "size-off", "size-auto", "speed-off", "speed-always"]
+MODES = ["off", "always", "auto", "size-off", "size-auto", "speed-off", "speed-always", "speed-auto"]
 # measured only on the cores whose target packs at --optimize size (Target.sparse_packed_extra)
 SIZE_MODES = ("size-off", "size-auto")
 # measured only on the Arm DSP cores: --optimize speed keeps the sparse row pairs (nn2c_sparse_row4_pairs) even
 # where their scratch raises the arena, which a balanced build does only where it does not (compile.plan_stages)
-SPEED_MODES = ("speed-off", "speed-always")
+SPEED_MODES = ("speed-off", "speed-always", "speed-auto")
 SPARSE_CALLS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
 
 
@@ -269,8 +269,9 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
                   "always` runs sparse, against the same layers dense; arena", "= the planned tensor arena (bytes) of "
                   "the dense build at speed, the sparse one at speed, and the sparse one balanced.", "",
                   "| model | pruning | core | layers in row pairs | sparse-able layers dense (speed) | sparse (speed) "
-                  "| ratio | sparse (balanced) | ratio | arena dense / sparse speed / sparse balanced | TFLM |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+                  "| ratio | sparse (balanced) | ratio | model dense (speed) | auto (speed) | ratio "
+                  "| arena dense / sparse speed / sparse balanced | TFLM |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
         for r in sped:
             chosen = [x for x in r.layers if x.sparse_in.get("speed-always") and "speed-off" in x.instructions]
             dense = sum(x.instructions["speed-off"] for x in chosen)
@@ -280,6 +281,8 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             verdict = ", ".join(sorted({r.tflm[m] for m in SPEED_MODES}))
             lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {paired} of {len(chosen)} "
                          f"| {dense:,.0f} | {fast:,.0f} | {fast / dense:.2f}x | {balanced:,.0f} | {balanced / dense:.2f}x "
+                         f"| {r.total['speed-off']:,} | {r.total.get('speed-auto', 0):,} "
+                         f"| {r.total.get('speed-auto', 0) / r.total['speed-off']:.2f}x "
                          f"| {r.arena.get('speed-off', 0):,} / {r.arena.get('speed-always', 0):,} / "
                          f"{r.arena.get('always', 0):,} | {verdict} |")
     lines += ["", "Per layer that can run sparse (FULLY_CONNECTED, unpadded 1x1 CONV_2D) on the Cortex-M4: instructions",
@@ -300,6 +303,12 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
         slower_packed = [x for x in packed if x.instructions["size-auto"] >= x.instructions["size-off"]]
         lines += ["", f"At size, `--sparse auto` chose the sparse kernel on {len(packed)} measured layers; "
                   f"{len(slower_packed)} of them ran slower than the dense kernel at size."]
+    fast = [x for r in sped for x in r.layers if x.sparse_in.get("speed-auto") and "speed-off" in x.instructions]
+    if fast:
+        slower_fast = [x for x in fast if x.instructions["speed-auto"] >= x.instructions["speed-off"]]
+        lines += ["", f"At speed, `--sparse auto` (with the row pairs' model where a layer takes them) chose the sparse "
+                  f"kernel on {len(fast)} measured layers; {len(slower_fast)} of them ran slower than the dense kernel "
+                  "at speed."]
     chosen = [x for r in runs for x in r.layers if x.sparse_in.get("auto") and "off" in x.instructions]
     slower = [x for x in chosen if x.instructions["auto"] >= x.instructions["off"]]
     if chosen:

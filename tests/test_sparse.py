@@ -21,8 +21,10 @@ from nn2c.codegen.ops.sparse import (
     SAFETY,
     break_even_density,
     packed_layout,
+    predicted_costs,
     predicted_instructions,
     sparse_layout,
+    stored_entries,
 )
 from nn2c.frontends.tflite_frontend import load_tflite
 from nn2c.prune import parse_spec
@@ -175,6 +177,31 @@ def test_auto_follows_the_targets_instruction_model(tmp_path):
     # measured (bench/sparse.py): at 1:8 the sparse FULLY_CONNECTED wins on the M4, not against Helium's
     # 16 MACs per instruction; the host has no model (its cost depends on the machine): never by itself
     assert chosen["cortex-m4"] >= 8 and chosen["host"] == 0 and chosen["cortex-m55"] == 0
+
+
+def test_auto_at_speed_predicts_row_pairs_with_their_model(tmp_path):
+    """--optimize speed keeps every row pair (compile.plan_stages), so --sparse auto predicts a layer that sums
+    them with their model (Target.sparse_pairs_cost), a balanced build with the four-row loop's: kws_ref_model
+    pruned to 75% on the Cortex-M4 runs its 1x1 convolutions sparse (in row pairs) at speed, dense at
+    balanced, each exactly where its model predicts at most SAFETY times the dense instructions."""
+    path = pruned(KWS, "magnitude:0.75", tmp_path)
+    target = get_target("cortex-m4")
+    taken = {}
+    for optimize in ("balanced", "speed"):
+        result = compile_model(path, CompileOptions(target="cortex-m4", optimize=optimize))
+        expected = 0
+        for node in result.graph.nodes:
+            w = node.inputs[1] if node.op == "CONV_2D" and len(node.inputs) > 1 else None
+            if w is None or w.data is None or w.type.shape[1:3] != (1, 1):
+                continue
+            rows = np.asarray(w.data, dtype=np.int8).reshape(w.type.shape[0], -1)
+            predicted = predicted_costs(target, *rows.shape, node.outputs[0].type.num_elements // rows.shape[0],
+                                        stored_entries(rows), pairs=optimize == "speed")
+            expected += predicted is not None and predicted[1] <= SAFETY * predicted[0]
+        source = result.files[f"{result.name}.c"]
+        taken[optimize] = sparse_calls(result)["nn2c_conv_s8_sparse"]
+        assert taken[optimize] == expected == source.count(".pairs = 1"), optimize
+    assert taken == {"balanced": 0, "speed": 4}
 
 
 @pytest.mark.parametrize(("core", "shape"), [("cortex-m4", (128, 640, 1)), ("cortex-m4", (64, 64, 125)),

@@ -523,6 +523,7 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     """A 1x1, unpadded, single-group int8 CONV_2D with a mostly-zero filter on the sparse kernel
     (codegen/ops/sparse.py decides); False when the layer stays dense."""
     from nn2c.codegen.ops.sparse import (  # it imports folded_bias
+        row_pairs_fit,
         sparse_candidate,
         sparse_fields,
         sparse_plan,
@@ -532,18 +533,19 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
             or not sparse_candidate(w, bias)):
         return False
     rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, geom.in_c)
-    layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w)
+    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
+    pairs = row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max)
+    layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w, pairs=pairs)
     if layout is None:
         return False
-    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     ctx.use_kernel("sparse")
     ctx.take_path("SPARSE_ROWS4")
-    initializer, pairs = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
+    initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out), act_min,
                                        act_max, rows4=True)
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})
     # (the row pairs, if any, then) 4 pixels' outputs: where an in-place plan puts them over their inputs, computed
     # there first
-    scratch = ctx.scratch(pairs or 4 * geom.out_c)
+    scratch = ctx.scratch(pair_bytes or 4 * geom.out_c)
     ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out), scratch)
     return True
 

@@ -31,7 +31,13 @@ from nn2c.codegen.ops.conv import (
     takes_dual,
     takes_records,
 )
-from nn2c.codegen.ops.sparse import PACKED_VARIANT, sparse_candidate, sparse_fields, sparse_plan
+from nn2c.codegen.ops.sparse import (
+    PACKED_VARIANT,
+    row_pairs_fit,
+    sparse_candidate,
+    sparse_fields,
+    sparse_plan,
+)
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
 from nn2c.quant.fixedpoint import quantize_multipliers
@@ -153,18 +159,20 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
         streamable = len(x.type.shape) == 4 and x.type.shape[0] == 1 and x.type.shape[1] > 1
         if constant and not streamable:
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
-            layout = sparse_plan(ctx, rows, batches, packable=batches < 4)
+            pairs = batches >= 4 and row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out),
+                                                   act_min, act_max)
+            layout = sparse_plan(ctx, rows, batches, packable=batches < 4, pairs=pairs)
             if layout is not None:
                 ctx.use_kernel("sparse")
                 if batches >= 4:
                     ctx.take_path("SPARSE_ROWS4")
                 if layout.packed:
                     ctx.variant(PACKED_VARIANT)
-                initializer, pairs = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
-                                                   act_min, act_max, rows4=batches >= 4)
+                initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
+                                                        zero_point(out), act_min, act_max, rows4=batches >= 4)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {"m": initializer, "batches": batches})
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out),
-                         ctx.scratch(pairs) if pairs else "NULL")  # (the row pairs, their last rows' outputs)
+                         ctx.scratch(pair_bytes) if pair_bytes else "NULL")  # (the row pairs, their last rows' outputs)
                 return
         # run-time weights (TFLM allows them) cannot be re-laid out: the portable kernel reads them as they are
         if simd_layout(ctx) and constant:

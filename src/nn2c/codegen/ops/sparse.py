@@ -183,12 +183,15 @@ def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int
     return predicted[0], predicted[1] + (extra[0] * layout.entries + extra[1] * layout.out_c) * input_rows
 
 
-def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int
+def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int, pairs: bool = False
                     ) -> tuple[float, float] | None:
-    """predicted_instructions of a [out_c, depth] filter stored as `entries` sparse entries."""
+    """predicted_instructions of a [out_c, depth] filter stored as `entries` sparse entries (pairs: the sparse
+    kernel summing row pairs, Target.sparse_pairs_cost, where the target has it)."""
     cost = target.sparse_cost(input_rows >= 4)
     if cost is None:
         return None
+    if pairs and target.sparse_pairs_cost is not None and input_rows >= 4:
+        cost = (cost[0], target.sparse_pairs_cost)
     dense, sparse = cost_features(out_c, depth, input_rows, entries)
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
@@ -217,7 +220,8 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, 
     return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
 
 
-def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: bool = False) -> SparseLayout | None:
+def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: bool = False,
+                pairs: bool = False) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
     predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower;
@@ -225,7 +229,9 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     packable (a layer run one row at a time): with --optimize size the packed layout (half the positions'
     flash) where it is smaller than the dense filter and, with the target's measured cost of its steps
     (Target.sparse_packed_extra), predicted no slower than the dense kernel of that level (SIZE_SAFETY);
-    else the usual layout, by the usual rule."""
+    else the usual layout, by the usual rule. pairs (row_pairs_fit): the layer would sum its rows in row pairs,
+    which an --optimize speed build keeps (compile.plan_stages), so there it is predicted with their model;
+    elsewhere with the four-row loop's, as the arena may not allow them."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
     # (a nonzero takes at least a byte of value and half a byte of step: rows no packing can make smaller than
@@ -240,7 +246,8 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
             return packed
     out_c, depth = rows.shape
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
-    predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows))
+    predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows),
+                                pairs=pairs and ctx.optimize == "speed")
     margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
     chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]
     layout = sparse_layout(rows) if chosen else None
@@ -253,6 +260,22 @@ def takes_pairs(rows: np.ndarray) -> bool:
     """Whether the four-row loops may sum two rows in one 64-bit sum (nn2c_sparse_s8_t.pairs): PAIR_SUM_LIMIT
     for every channel of these [out_c, depth] int8 rows."""
     return bool(np.all(128 * np.abs(rows.astype(np.int64)).sum(axis=1) < PAIR_SUM_LIMIT))
+
+
+def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
+                  output_offset: int, act_min: int, act_max: int) -> bool:
+    """Whether a layer run four rows at a time, its filter [out_c, depth] int8 rows in the unpacked layout,
+    sums them in row pairs (nn2c_sparse_row4_pairs): the Arm DSP, row pairs allowed (EmitContext.row_pairs),
+    a per-channel filter (more than one multiplier) over at most SEGMENT inputs, takes_pairs, and an output
+    stage that fits pair records (doubled_records_fit)."""
+    if not (ctx.row_pairs and ctx.target.simd == "dsp" and rows.shape[1] <= SEGMENT and takes_pairs(rows)):
+        return False
+    multipliers = [quantize_multiplier(m) for m in real]
+    if len(set(multipliers)) == 1:
+        return False
+    shifts = np.array([s for _, s in multipliers], dtype=np.int32)
+    return doubled_records_fit(rows, None if bias is None else np.asarray(bias.data), input_offset, shifts,
+                               output_offset, act_min, act_max)
 
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
@@ -284,9 +307,8 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     }
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    row_pairs = (rows4 and ctx.row_pairs and ctx.target.simd == "dsp" and per_channel and layout.segments == 1
-                 and not layout.packed and takes_pairs(rows)
-                 and doubled_records_fit(rows, bias_data, input_offset, shifts, output_offset, act_min, act_max))
+    row_pairs = rows4 and not layout.packed and row_pairs_fit(ctx, rows, bias, input_offset, real, output_offset,
+                                                              act_min, act_max)
     if row_pairs:  # (nn2c_sparse_row4_pairs)
         ctx.took_row_pairs = True
         ctx.variant(PAIRS_VARIANT)
