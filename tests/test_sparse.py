@@ -613,7 +613,8 @@ def test_tfmot_pruned_model_runs_sparse_and_bit_exact(tfmot_pruned, tmp_path):
 def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
     """Mutants of the converter's sparse-format files (segments, indices, dense sizes, traversal orders)
     and of pruned models compile or end in one nn2c error (no traceback, hang or memory blow-up); the
-    accepted ones run on the sparse kernels (--sparse always) built with ASan + UBSan."""
+    accepted ones run on the sparse kernels (--sparse always; for the Cortex-M4 also at --optimize speed, the
+    row pairs' records) built with ASan + UBSan."""
     from nn2c.fuzz.campaign import run_campaign
     from tests.onnx_backend_sanitize import build_and_run_sanitized
 
@@ -621,7 +622,9 @@ def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
     seeds = [sparse_tflite / "sparse_int8.tflite", sparse_tflite / "sparse_float.tflite",
              pruned(AD01, "1:8", tmp_path), pruned(KWS, "magnitude:0.8", tmp_path)]
     variants = (CompileOptions(plan_time_limit=2.0, sparse="always"),
-                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4"))
+                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4"),
+                # (the row pairs' records, read by the host's C)
+                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4", optimize="speed"))
     result = run_campaign(seeds, seconds=20, seed=17, execute=build_and_run_sanitized, execute_share=0.4,
                           variants=variants)
     assert result.inputs > 50 and result.executed > 0
