@@ -3833,12 +3833,78 @@ static void nn2c_conv_rows_copy(const nn2c_conv_geom_t *g, const int8_t *in_b, i
     }
 }
 
+/* count neighbouring windows of an output row inside the image (their rows `stride` bytes apart from x, `step`
+ * bytes from one window to the next; out_c outputs each): the pixel loop on its own, with the row shape (2 x
+ * blocks + tail) a constant of each instance, so that neither the shape's switch nor the image's border tests
+ * run per window. In one loop with the border windows, GCC kept some 40 values on the stack and spent 89
+ * instructions a window outside the sums and the output stage (vww_96_int8's first layer, QEMU). */
+NN2C_INLINE void nn2c_conv_rows_run_shape(const int32_t *records, const int8_t *x, int32_t step, int32_t count,
+                                          int32_t stride, int32_t rows, int32_t shape, const int16_t *filter,
+                                          int8_t *out, int32_t out_c) {
+    for (; count > 0; --count, x += step, out += out_c) {
+        nn2c_conv_rows_window(records, x, stride, rows, shape >> 1, shape & 1, filter, out, out + out_c);
+    }
+}
+
+__attribute__((noinline)) static void nn2c_conv_rows_run(const int32_t *records, const int8_t *x, int32_t step,
+                                                         int32_t count, int32_t stride, int32_t rows, int32_t shape,
+                                                         const int16_t *filter, int8_t *out, int32_t out_c) {
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+    (void)records, (void)x, (void)step, (void)count, (void)stride, (void)rows, (void)filter, (void)out, (void)out_c;
+    /* (nn2c_config.h may leave out every shape) */
+#define NN2C_CONV_ROWS_RUN(SHAPE) nn2c_conv_rows_run_shape(records, x, step, count, stride, rows, SHAPE, filter, out, out_c)
+    switch (shape) { /* (the shapes nn2c_config.h keeps: nn2c_conv_rows_sums' cases) */
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
+    case 2: NN2C_CONV_ROWS_RUN(2); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
+    case 3: NN2C_CONV_ROWS_RUN(3); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
+    case 4: NN2C_CONV_ROWS_RUN(4); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
+    case 5: NN2C_CONV_ROWS_RUN(5); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
+    case 6: NN2C_CONV_ROWS_RUN(6); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
+    case 7: NN2C_CONV_ROWS_RUN(7); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
+    case 8: NN2C_CONV_ROWS_RUN(8); break;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
+    case 9: NN2C_CONV_ROWS_RUN(9); break;
+#endif
+    default: break;
+    }
+#undef NN2C_CONV_ROWS_RUN
+#else /* the sums in C: any shape */
+    nn2c_conv_rows_run_shape(records, x, step, count, stride, rows, shape, filter, out, out_c);
+#endif
+}
+
+/* The first and the end output column of a row whose windows lie inside the image: ix0 >= 0, ix0 + filter_w <=
+ * in_w and the last row's last word read inside it, ix0 C <= last (the bytes from the row's first window row to
+ * the image's end, less the words of the last filter row); *lo = *hi where none does. */
+NN2C_INLINE void nn2c_conv_rows_inside(const nn2c_conv_geom_t *g, int32_t last, int32_t *lo, int32_t *hi) {
+    const int32_t sw = g->stride_w, pw = g->pad_w;
+    const int32_t by_width = g->in_w - g->filter_w + pw, by_bytes = last < 0 ? -1 : last / g->in_c + pw;
+    const int32_t right = by_width < by_bytes ? by_width : by_bytes; /* ix0 + pw <= right */
+    *lo = pw > 0 ? (pw + sw - 1) / sw : 0;
+    *hi = right < 0 ? 0 : right / sw + 1;
+    *hi = *hi > g->out_w ? g->out_w : *hi;
+    *lo = *lo > *hi ? *hi : *lo;
+}
+
 void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, const int16_t *filter,
                        int8_t *output, void *scratch) {
     const nn2c_conv_geom_t geom = p->g; /* (int8 stores may alias the parameter struct) */
     const nn2c_conv_geom_t *g = &geom;
-    const int32_t C = g->in_c, row_bytes = g->in_w * C, blocks = p->row_blocks, tail = p->row_tail;
-    const int32_t span = 4 * blocks;
+    const int32_t C = g->in_c, row_bytes = g->in_w * C, blocks = p->row_blocks;
+    const int32_t span = 4 * blocks, shape = 2 * blocks + p->row_tail;
     const int32_t image = g->in_h * row_bytes;
     const int32_t *const records = p->records;
     const int32_t pad_value = p->pad_value;
@@ -3847,21 +3913,25 @@ void nn2c_conv_s8_rows(const nn2c_conv_rows_params_t *p, const int8_t *input, co
         const int8_t *in_b = input + b * image;
         for (int32_t oy = 0; oy < g->out_h; ++oy) {
             const int32_t iy0 = oy * g->stride_h - g->pad_h;
-            const int rows_inside = iy0 >= 0 && iy0 + g->filter_h <= g->in_h;
-            int8_t *out = output + (b * g->out_h + oy) * g->out_w * g->out_c;
-            for (int32_t ox = 0; ox < g->out_w; ++ox, out += g->out_c) {
-                const int32_t ix0 = ox * g->stride_w - g->pad_w;
-                const int32_t start = iy0 * row_bytes + ix0 * C; /* (may lie outside the image: an integer) */
-                const int8_t *x = window;
-                int32_t stride = span;
-                if (rows_inside && ix0 >= 0 && ix0 + g->filter_w <= g->in_w &&
-                    start + (g->filter_h - 1) * row_bytes + span <= image) { /* (the last row's last word too) */
-                    x = in_b + start;
-                    stride = row_bytes;
-                } else { /* the window's rows copied, padding taps pad_value (one call below: its code once) */
-                    nn2c_conv_rows_copy(g, in_b, iy0, ix0, span, (int8_t)pad_value, window);
+            int8_t *const row_out = output + (b * g->out_h + oy) * g->out_w * g->out_c;
+            int32_t lo = 0, hi = 0; /* the run of windows inside the image */
+            if (iy0 >= 0 && iy0 + g->filter_h <= g->in_h) {
+                nn2c_conv_rows_inside(g, image - span - (iy0 + g->filter_h - 1) * row_bytes, &lo, &hi);
+            }
+            if (lo < hi) {
+                nn2c_conv_rows_run(records, in_b + iy0 * row_bytes + (lo * g->stride_w - g->pad_w) * C,
+                                   g->stride_w * C, hi - lo, row_bytes, g->filter_h, shape, filter,
+                                   row_out + lo * g->out_c, g->out_c);
+            }
+            for (int32_t ox = 0; ox < g->out_w; ++ox) {
+                if (ox == lo && lo < hi) { /* (the run above) */
+                    ox = hi - 1;
+                    continue;
                 }
-                nn2c_conv_rows_window(records, x, stride, g->filter_h, blocks, tail, filter, out, out + g->out_c);
+                /* a window over the border: its rows copied, padding taps pad_value, then the run's code */
+                nn2c_conv_rows_copy(g, in_b, iy0, ox * g->stride_w - g->pad_w, span, (int8_t)pad_value, window);
+                nn2c_conv_rows_run(records, window, 0, 1, span, g->filter_h, shape, filter, row_out + ox * g->out_c,
+                                   g->out_c);
             }
         }
     }
