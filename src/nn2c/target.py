@@ -82,9 +82,9 @@ class Target:
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
 _DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.086, 16.55, -0.005119, 44.78, 44.78))
-_DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.48, -0.5306, 55.6, 166.1))
+_DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.46, -0.5205, 55.81, 165.0))
 # the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
-_DSP_SPARSE_PAIRS = (1.642, 14.81, 2.505, 29.24, 786.9)
+_DSP_SPARSE_PAIRS = (1.641, 14.82, 1.739, 29.89, 786.7)
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
 # the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte
