@@ -257,7 +257,7 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     four-pixel blocks computed in the scratch rows and copied; bit-exact with TFLM in QEMU, and on the M4 (four
     rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.56x the dense
     kernel's instructions (0.52x measured; 0.58x with the segment loop, 0.69x when the blocks ran pixel by
-    pixel); at --optimize speed, in row pairs (nn2c_sparse_row4_pairs), under 0.45x (0.42x measured)."""
+    pixel); at --optimize speed, in row pairs (nn2c_sparse_row4_pairs), under 0.45x (0.41x measured)."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model

@@ -3708,6 +3708,51 @@ void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const 
     "smlabt %[s1], %[x], %[we], %[s1]\n\t" \
     "smlabb %[s2], %[x], %[wo], %[s2]\n\t" \
     "smlabt %[s3], %[x], %[wo], %[s3]\n\t"
+/* The row shapes (2 x row_blocks + row_tail) this build keeps (nn2c_config.h), each as X(shape, the assembly of
+ * its filter row's words): one list for the sums' and the runs' switches. */
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
+#define NN2C_CONV_ROWS_2(X) X(2, NN2C_DSP_ROWS_WORD)
+#else
+#define NN2C_CONV_ROWS_2(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
+#define NN2C_CONV_ROWS_3(X) X(3, NN2C_DSP_ROWS_BYTE)
+#else
+#define NN2C_CONV_ROWS_3(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
+#define NN2C_CONV_ROWS_4(X) X(4, NN2C_DSP_ROWS_W2)
+#else
+#define NN2C_CONV_ROWS_4(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
+#define NN2C_CONV_ROWS_5(X) X(5, NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_BYTE)
+#else
+#define NN2C_CONV_ROWS_5(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
+#define NN2C_CONV_ROWS_6(X) X(6, NN2C_DSP_ROWS_W3)
+#else
+#define NN2C_CONV_ROWS_6(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
+#define NN2C_CONV_ROWS_7(X) X(7, NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_BYTE)
+#else
+#define NN2C_CONV_ROWS_7(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
+#define NN2C_CONV_ROWS_8(X) X(8, NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_WORD)
+#else
+#define NN2C_CONV_ROWS_8(X)
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
+#define NN2C_CONV_ROWS_9(X) X(9, NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_BYTE)
+#else
+#define NN2C_CONV_ROWS_9(X)
+#endif
+#define NN2C_CONV_ROWS_SHAPES(X) \
+    NN2C_CONV_ROWS_2(X) NN2C_CONV_ROWS_3(X) NN2C_CONV_ROWS_4(X) NN2C_CONV_ROWS_5(X) NN2C_CONV_ROWS_6(X) \
+    NN2C_CONV_ROWS_7(X) NN2C_CONV_ROWS_8(X) NN2C_CONV_ROWS_9(X)
 #define NN2C_DSP_ROWS_LOOP(WORDS) \
     __asm__ volatile("1:\n\t" WORDS \
                      "add    %[b], %[b], %[skip]\n\t" \
@@ -3730,33 +3775,13 @@ NN2C_INLINE void nn2c_conv_rows_sums(const int8_t *x, int32_t stride, int32_t ro
     (void)xv, (void)xe, (void)we, (void)wo, (void)skip, (void)k, (void)b; /* (a build without any row width) */
 #define NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_WORD
 #define NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_WORD
+#define NN2C_DSP_ROWS_CASE(SHAPE, WORDS) \
+    case SHAPE: NN2C_DSP_ROWS_LOOP(WORDS); break;
     switch (2 * blocks + tail) { /* the row shapes this model's layers take (nn2c_config.h) */
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
-    case 2: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
-    case 3: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_BYTE); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
-    case 4: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W2); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
-    case 5: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_WORD NN2C_DSP_ROWS_BYTE); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
-    case 6: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
-    case 7: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W2 NN2C_DSP_ROWS_BYTE); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
-    case 8: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_WORD); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
-    case 9: NN2C_DSP_ROWS_LOOP(NN2C_DSP_ROWS_W3 NN2C_DSP_ROWS_BYTE); break;
-#endif
+        NN2C_CONV_ROWS_SHAPES(NN2C_DSP_ROWS_CASE)
     default: break;
     }
+#undef NN2C_DSP_ROWS_CASE
 #undef NN2C_DSP_ROWS_W3
 #undef NN2C_DSP_ROWS_W2
     *w = wp;
@@ -3852,32 +3877,10 @@ __attribute__((noinline)) static void nn2c_conv_rows_run(const int32_t *records,
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
     (void)records, (void)x, (void)step, (void)count, (void)stride, (void)rows, (void)filter, (void)out, (void)out_c;
     /* (nn2c_config.h may leave out every shape) */
-#define NN2C_CONV_ROWS_RUN(SHAPE) nn2c_conv_rows_run_shape(records, x, step, count, stride, rows, SHAPE, filter, out, out_c)
+#define NN2C_CONV_ROWS_RUN(SHAPE, WORDS) \
+    case SHAPE: nn2c_conv_rows_run_shape(records, x, step, count, stride, rows, SHAPE, filter, out, out_c); break;
     switch (shape) { /* (the shapes nn2c_config.h keeps: nn2c_conv_rows_sums' cases) */
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
-    case 2: NN2C_CONV_ROWS_RUN(2); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_1_BYTE)
-    case 3: NN2C_CONV_ROWS_RUN(3); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2)
-    case 4: NN2C_CONV_ROWS_RUN(4); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_2_BYTE)
-    case 5: NN2C_CONV_ROWS_RUN(5); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3)
-    case 6: NN2C_CONV_ROWS_RUN(6); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_3_BYTE)
-    case 7: NN2C_CONV_ROWS_RUN(7); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4)
-    case 8: NN2C_CONV_ROWS_RUN(8); break;
-#endif
-#if !defined(NN2C_OMIT_DSP_CONV_ROWS_4_BYTE)
-    case 9: NN2C_CONV_ROWS_RUN(9); break;
-#endif
+        NN2C_CONV_ROWS_SHAPES(NN2C_CONV_ROWS_RUN)
     default: break;
     }
 #undef NN2C_CONV_ROWS_RUN
