@@ -286,14 +286,14 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     per-channel layer over at most SEGMENT inputs run four rows at a time (rows4) sums them in row pairs where
     takes_pairs and its doubled output stage (doubled_records_fit) allow, with pair_records."""
     out_c, depth = rows.shape
-    pairs = [quantize_multiplier(m) for m in real]
-    if len(set(pairs)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
-        pairs = pairs[:1]
-    multipliers = np.array([m for m, _ in pairs], dtype=np.int32)
-    shifts = np.array([s for _, s in pairs], dtype=np.int32)
+    quantized = [quantize_multiplier(m) for m in real]
+    if len(set(quantized)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
+        quantized = quantized[:1]
+    multipliers = np.array([m for m, _ in quantized], dtype=np.int32)
+    shifts = np.array([s for _, s in quantized], dtype=np.int32)
     bias_data = None if bias is None else np.asarray(bias.data)
     folded = folded_bias(bias_data, rows, input_offset, out_c, pad_to=1)  # int32, wrapped as TFLite's sum
-    per_channel = len(pairs) > 1
+    per_channel = len(quantized) > 1
     fields: dict[str, object] = {
         "out_c": out_c, "depth": depth, "segments": layout.segments,
         "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: entries per channel" + (
