@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -45,6 +44,7 @@ from tests.conftest import model_path  # noqa: E402
 
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
 from nn2c.codegen.ops.sparse import (  # noqa: E402
+    PAIRS_VARIANT,
     SAFETY,
     SPARSE_COST_FEATURES,
     cost_features,
@@ -52,6 +52,7 @@ from nn2c.codegen.ops.sparse import (  # noqa: E402
     sparse_layout,
 )
 from nn2c.ir.cost import macs  # noqa: E402
+from nn2c.profiler import profile  # noqa: E402
 from nn2c.target import get_target  # noqa: E402
 from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
 
@@ -110,19 +111,9 @@ def _modes(core: str, modes: list[str]) -> list[str]:
     return [m for m in modes if (packs or m not in SIZE_MODES) and (pairs or m not in SPEED_MODES)]
 
 
-def _pairs_steps(path: Path, options: CompileOptions) -> set[int]:
-    """The steps of this build summed in row pairs: those whose call's parameter struct has `.pairs = 1`."""
-    result = compile_model(path, options)
-    source = result.files[f"{result.name}.c"]
-    structs = set(re.findall(r"(\w+) = \{[^;]*\.pairs = 1", source))
-    steps, current = set(), None
-    for line in source.splitlines():
-        match = re.match(r"\s*/\* \[(\d+)\] ", line)
-        if match:
-            current = int(match[1])
-        elif current is not None and any(f"&{ident}" in line for ident in structs):
-            steps.add(current)
-    return steps
+def _pairs_steps(path: Path, core: str, options: CompileOptions) -> set[int]:
+    """The steps of this build summed in row pairs (nn2c.profile, the same stages as compile: their variant)."""
+    return {s.step for s in profile(path, target=core, options=options).steps if s.variant == PAIRS_VARIANT}
 
 
 def _prune(model: str, pruning: str, workdir: Path) -> Path:
@@ -164,7 +155,7 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
         run.accesses[mode] = sum(report.loads + report.stores) / max(len(report.loads), 1)
         run.weights[mode] = report.footprint.flash_weights
         run.arena[mode] = report.footprint.ram_arena
-        pairs = _pairs_steps(path, _options(core, mode)) if core != "portable" else set()
+        pairs = _pairs_steps(path, core, _options(core, mode)) if core != "portable" else set()
         bad = sum(c.mismatches for c in report.comparisons)
         run.tflm[mode] = ("not run: " + "; ".join(report.skipped.values()) if report.skipped or not report.comparisons
                           else "bit-exact" if bad == 0 else f"{bad} values differ")
@@ -325,13 +316,13 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     for (core, kind), f in fits.items():
         target = get_target("host" if core == "portable" else core)
         shipped = target.sparse_cost(kind == "block")
-        if kind == "pairs":
-            if f is None and target.sparse_pairs_cost is None:
+        if kind == "pairs":  # (only the sparse coefficients are shipped: the dense ones are the block model's)
+            if f is None:
+                if target.sparse_pairs_cost is not None:
+                    lines.append(f"| {core} | pairs | 0 | - | - | - | - | no data |")
                 continue
-            same = "no data" if f is None else "yes" if target.sparse_pairs_cost == f.shipped[1] else "no"
-            lines.append(f"| {core} | pairs | {0 if f is None else f.layers} | {'-' if f is None else f.shipped[0]} "
-                         f"| {'-' if f is None else f'{f.dense_error:.0%}'} | {'-' if f is None else f.shipped[1]} "
-                         f"| {'-' if f is None else f'{f.sparse_error:.0%}'} | {same} |")
+            lines.append(f"| {core} | pairs | {f.layers} | {f.shipped[0]} | {f.dense_error:.0%} | {f.shipped[1]} "
+                         f"| {f.sparse_error:.0%} | {'yes' if target.sparse_pairs_cost == f.shipped[1] else 'no'} |")
             continue
         if f is None:
             lines.append(f"| {core} | {kind} | 0 | - | - | - | - | {(shipped is None and 'none') or 'no data'} |")

@@ -97,6 +97,26 @@ NN2C_INLINE void nn2c_move_blocks32(nn2c_word_t **d, const nn2c_word_t **s, size
 }
 #endif
 
+/* One output from a doubled record (nn2c_dw_simd_params_t.records, nn2c_conv_rows_params_t.records, the sparse
+ * kernels' pair records: the sums
+ * twice x, their filters and biases doubled; per channel m, c = 2^(r - 1) + offset 2^r, r = -shift in [1, 24]).
+ * TFLite's doubling high multiply of x by m is floor((x m + 2^30) / 2^31) for either sign of x (its nudge
+ * 1 - 2^30 below zero and the truncation toward zero cancel), which is SMMLAR's rounding of 2x m; its rounding
+ * divide by 2^r adds 2^(r - 1), less 1 below zero (the multiply keeps x's sign, or is 0, which rounds to 0
+ * either way). So y = (c - [x < 0] + (2x m + 2^31) / 2^32) >> r: 4 instructions from the record, the high word's
+ * sum inside int32 (codegen/ops/conv.py doubled_records_fit). */
+NN2C_INLINE int32_t nn2c_requant_doubled(int32_t acc2, int32_t m, int32_t c, int32_t r) {
+    const int64_t high = (int64_t)c - (acc2 < 0);
+    const int32_t x = (int32_t)((high * 4294967296LL + (int64_t)acc2 * m + 2147483648LL) >> 32);
+    const int32_t y = x >> r;
+    return y < -128 ? -128 : (y > 127 ? 127 : y);
+}
+
+/* nn2c_requant_doubled from a record's three words m, c, r. */
+NN2C_INLINE int32_t nn2c_record_requant_doubled(int32_t acc2, const int32_t *r) {
+    return nn2c_requant_doubled(acc2, r[0], r[1], r[2]);
+}
+
 /* memmove for the arena: a relocated tensor or a row group's sliding window. The C library's
  * memmove is a byte loop on newlib-nano (4 instructions a byte on a Cortex-M4); arena buffers are
  * 16-byte aligned, so whole words move here, forward or backward as the overlap requires. */

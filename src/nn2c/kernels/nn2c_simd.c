@@ -247,20 +247,6 @@ NN2C_INLINE int32_t nn2c_record_requant(int32_t acc, const int32_t *r) {
     return y < -128 ? -128 : (y > 127 ? 127 : y);
 }
 
-/* One output from a doubled record (nn2c_dw_simd_params_t.records, nn2c_conv_rows_params_t.records: the sums
- * twice x, their filters and biases doubled; per channel m, c = 2^(r - 1) + offset 2^r, r = -shift in [1, 24]).
- * TFLite's doubling high multiply of x by m is floor((x m + 2^30) / 2^31) for either sign of x (its nudge
- * 1 - 2^30 below zero and the truncation toward zero cancel), which is SMMLAR's rounding of 2x m; its rounding
- * divide by 2^r adds 2^(r - 1), less 1 below zero (the multiply keeps x's sign, or is 0, which rounds to 0
- * either way). So y = (c - [x < 0] + (2x m + 2^31) / 2^32) >> r: 4 instructions from the record, the high word's
- * sum inside int32 (codegen/ops/conv.py doubled_records_fit). */
-NN2C_INLINE int32_t nn2c_record_requant_doubled(int32_t acc2, const int32_t *r) {
-    const int64_t high = (int64_t)r[1] - (acc2 < 0);
-    const int32_t x = (int32_t)((high * 4294967296LL + (int64_t)acc2 * r[0] + 2147483648LL) >> 32);
-    const int32_t y = x >> r[2];
-    return y < -128 ? -128 : (y > 127 ? 127 : y);
-}
-
 #define NN2C_GEMM_OUT(m) \
     nn2c_simd_out((m)->multipliers, (m)->shifts, (m)->rounding, (m)->output_offset, (m)->act_min, (m)->act_max)
 
@@ -3834,8 +3820,8 @@ NN2C_INLINE void nn2c_conv_rows_window(const int32_t *rec, const int8_t *x, int3
 
 /* A window of nn2c_conv_s8_rows that reaches past the image (or whose last row's last word would), its rows
  * copied `span` bytes apart into window: a pixel at a time (C bytes), pad_value for the padding pixels and the
- * bytes past the filter's width. Byte by byte, dividing for the pixel, it took 1,263 instructions a window on
- * vww_96_int8's first layer (3 channels, 95 such windows: 120,000 instructions, QEMU). */
+ * bytes past the filter's width. Byte by byte, dividing for the pixel, the 95 such windows of vww_96_int8's
+ * first layer (3 channels) took 7,415 instructions more (QEMU, Cortex-M4). */
 static void nn2c_conv_rows_copy(const nn2c_conv_geom_t *g, const int8_t *in_b, int32_t iy0, int32_t ix0, int32_t span,
                                 int8_t pad_value, int8_t *window) {
     const int32_t C = g->in_c, row_bytes = g->in_w * C, used = g->filter_w * C;
@@ -3861,7 +3847,7 @@ static void nn2c_conv_rows_copy(const nn2c_conv_geom_t *g, const int8_t *in_b, i
 /* count neighbouring windows of an output row inside the image (their rows `stride` bytes apart from x, `step`
  * bytes from one window to the next; out_c outputs each): the pixel loop on its own, with the row shape (2 x
  * blocks + tail) a constant of each instance, so that neither the shape's switch nor the image's border tests
- * run per window. In one loop with the border windows, GCC kept some 40 values on the stack and spent 89
+ * run per window. In one loop with the border windows, GCC kept a stack frame of some 200 bytes and spent 89
  * instructions a window outside the sums and the output stage (vww_96_int8's first layer, QEMU). */
 NN2C_INLINE void nn2c_conv_rows_run_shape(const int32_t *records, const int8_t *x, int32_t step, int32_t count,
                                           int32_t stride, int32_t rows, int32_t shape, const int16_t *filter,

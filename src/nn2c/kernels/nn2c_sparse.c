@@ -93,15 +93,12 @@ NN2C_INLINE nn2c_sparse_walk_t nn2c_sparse_walk(const nn2c_sparse_s8_t *m) {
  * assembly: -O0, NN2C_NO_INLINE_ASM) from its record where there are records; per_channel a constant of
  * the caller's instance (a per-tensor filter's stage is entry 0 of the arrays). */
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
-/* A pair record's output stage (nn2c_sparse_s8_t.pairs): TFLite's requantisation of acc from the doubled sum
- * 2 acc, m and h = 2^(r - 1) + offset 2^r (r: one more than h's trailing zeros), as the Arm DSP's SMMLAR; not
- * clamped. */
+/* A pair record's output stage (nn2c_sparse_s8_t.pairs: m and h = 2^(r - 1) + offset 2^r after the bias, r one
+ * more than h's trailing zeros) on acc: nn2c_requant_doubled of 2 acc, clamped to int8. */
 NN2C_INLINE int32_t nn2c_sparse_pair_requant(int32_t acc, const int32_t *r) {
     int32_t shift = 1;
     for (uint32_t h = (uint32_t)r[2]; !(h & 1u); h >>= 1) ++shift;
-    const int32_t acc2 = (int32_t)((uint32_t)acc * 2u);
-    const int64_t high = (int64_t)r[2] - (acc2 < 0);
-    return (int32_t)((high * 4294967296LL + (int64_t)acc2 * r[1] + 2147483648LL) >> 32) >> shift;
+    return nn2c_requant_doubled((int32_t)((uint32_t)acc * 2u), r[1], r[2], shift);
 }
 #endif
 
@@ -120,9 +117,8 @@ NN2C_INLINE int32_t nn2c_sparse_bias(const nn2c_sparse_walk_t *o, int32_t c, int
 NN2C_INLINE int8_t nn2c_sparse_requant(const nn2c_sparse_walk_t *o, int32_t c, int32_t acc, int per_channel) {
     const int32_t q = per_channel ? c : 0;
 #if defined(NN2C_SPARSE_RECORDS_IN_C)
-    if (o->records != NULL && o->pairs) {
-        acc = nn2c_sparse_pair_requant(acc, o->records + NN2C_SPARSE_RECORD * c);
-        return (int8_t)nn2c_clamp_i32(acc, o->lo, o->hi);
+    if (o->records != NULL && o->pairs) { /* (int8's whole range: doubled_records_fit) */
+        return (int8_t)nn2c_sparse_pair_requant(acc, o->records + NN2C_SPARSE_RECORD * c);
     }
     if (o->records != NULL && per_channel) {
         const int32_t *r = o->records + NN2C_SPARSE_RECORD * c;
@@ -703,8 +699,9 @@ typedef struct {
 } nn2c_sparse_pairs_frame_t;
 
 /* The four rows x (their outputs `stride` bytes apart from out) of a layer with pair records, per-channel and
- * over at most 256 inputs (the codegen's test), the whole channel loop in assembly: per channel 57
- * instructions and 6 an entry (the records' loop, nn2c_sparse_row4_records: about 65 and 10). Pair record:
+ * over at most 256 inputs (the codegen's test), the whole channel loop in assembly: 6 instructions an entry
+ * for the four rows (nn2c_sparse_row4_records: 10); fitted to QEMU counts, 1.64 per entry and row and 14.8
+ * an output (nn2c.target sparse_pairs_cost; the records' loop 2.63 and 17.5). Pair record:
  * B = 2 bias - 2^23, m, h = 2^(r - 1) + offset 2^r; the doubled sums B + 2 (S + 2^22) of the rows, r counted
  * from h's trailing zeros. xp: 8 * depth bytes of scratch. */
 static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *out, int32_t stride,
@@ -789,10 +786,6 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
         nn2c_sparse_row4_pairs(m, x, out[0], (int32_t)(out[1] - out[0]), pairs);
         return;
     }
-#else
-    (void)pairs;
-#endif
-#if defined(NN2C_SPARSE_RECORDS)
     if (m->records != NULL) {
         /* (the usual layer, per-channel over at most 256 inputs, without the segment loop: kws pruned 1:8, its
          * 1x1 convolutions 11% fewer instructions on the Cortex-M4) */
@@ -805,6 +798,8 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
         }
         return;
     }
+#else
+    (void)pairs;
 #endif
     if (m->per_channel) {
         nn2c_sparse_row4_arrays(m, x, out, 1);
@@ -842,9 +837,13 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
     }
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->pairs && b < p->batches) { /* (the scratch: the row pairs, then 4 * out_c bytes) */
+        const int8_t *x[3];
+        int8_t *out[3];
         const int32_t n = p->batches - b;
-        const int8_t *const x[3] = {input + b * m->depth, input + (b + n / 2) * m->depth, input + (b + n - 1) * m->depth};
-        int8_t *const out[3] = {output + b * m->out_c, output + (b + n / 2) * m->out_c, output + (b + n - 1) * m->out_c};
+        for (int32_t r = 0; r < n; ++r) {
+            x[r] = input + (b + r) * m->depth;
+            out[r] = output + (b + r) * m->out_c;
+        }
         nn2c_sparse_rows_tail(m, x, out, n, (int32_t *)scratch, (int8_t *)scratch + 8 * m->depth);
         return;
     }

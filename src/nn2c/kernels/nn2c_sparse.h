@@ -61,7 +61,8 @@ typedef struct {
     nn2c_conv_geom_t g;
 } nn2c_conv_sparse_params_t;
 
-/* scratch: 8 * depth bytes where m.pairs (the four rows' inputs as row pairs), else none (NULL) */
+/* scratch: 8 * depth bytes where m.pairs (the four rows' inputs as row pairs), then 4 * out_c (a last 1-3 rows'
+ * outputs); else none (NULL) */
 void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
 /* scratch: 8 * depth bytes where m.pairs, then 4 * out_c bytes (four pixels' outputs where they overlap their
  * inputs: an in-place plan) */

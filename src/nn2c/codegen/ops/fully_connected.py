@@ -169,7 +169,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                 if layout.packed:
                     ctx.variant(PACKED_VARIANT)
                 initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
-                                                        zero_point(out), act_min, act_max, rows4=batches >= 4)
+                                                        zero_point(out), act_min, act_max, row_pairs=pairs)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {"m": initializer, "batches": batches})
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out),
                          ctx.scratch(pair_bytes) if pair_bytes else "NULL")  # (the row pairs, their last rows' outputs)

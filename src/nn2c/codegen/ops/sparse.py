@@ -279,12 +279,13 @@ def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_
 
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
-                  real: list[float], output_offset: int, act_min: int, act_max: int, rows4: bool) -> tuple[str, int]:
+                  real: list[float], output_offset: int, act_min: int, act_max: int, row_pairs: bool
+                  ) -> tuple[str, int]:
     """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs) and
     its real multipliers (one for a per-tensor filter), and the bytes of scratch its row pairs take (0 without).
-    On the Arm DSP each channel's output stage is one record where every shift allows (RECORD_SHIFTS); a
-    per-channel layer over at most SEGMENT inputs run four rows at a time (rows4) sums them in row pairs where
-    takes_pairs and its doubled output stage (doubled_records_fit) allow, with pair_records."""
+    On the Arm DSP each channel's output stage is one record where every shift allows (RECORD_SHIFTS); a layer
+    run four rows at a time that row_pairs_fit allows (the caller's `row_pairs`) sums them in row pairs, with
+    pair_records."""
     out_c, depth = rows.shape
     quantized = [quantize_multiplier(m) for m in real]
     if len(set(quantized)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
@@ -307,8 +308,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
     }
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    row_pairs = rows4 and not layout.packed and row_pairs_fit(ctx, rows, bias, input_offset, real, output_offset,
-                                                              act_min, act_max)
+    row_pairs = row_pairs and not layout.packed
     if row_pairs:  # (nn2c_sparse_row4_pairs)
         ctx.took_row_pairs = True
         ctx.variant(PAIRS_VARIANT)
