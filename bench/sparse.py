@@ -47,9 +47,13 @@ from nn2c.codegen.ops.sparse import (  # noqa: E402
     PAIRS_VARIANT,
     SAFETY,
     SPARSE_COST_FEATURES,
+    TABLE_COST_FEATURES,
+    TABLE_VARIANT,
     cost_features,
     density,
     sparse_layout,
+    table_counts,
+    table_features,
 )
 from nn2c.ir.cost import macs  # noqa: E402
 from nn2c.profiler import profile  # noqa: E402
@@ -83,6 +87,8 @@ class LayerRun:
     accesses: dict[str, float] = field(default_factory=dict)
     sparse_in: dict[str, bool] = field(default_factory=dict)  # mode -> ran the sparse kernel
     pairs: dict[str, bool] = field(default_factory=dict)  # mode -> summed in row pairs
+    table: dict[str, bool] = field(default_factory=dict)  # mode -> one row over pair tables
+    table_words: int = 0  # stored words in the pair table layout (a one-row layer's)
 
 
 @dataclass
@@ -111,9 +117,10 @@ def _modes(core: str, modes: list[str]) -> list[str]:
     return [m for m in modes if (packs or m not in SIZE_MODES) and (pairs or m not in SPEED_MODES)]
 
 
-def _pairs_steps(path: Path, core: str, options: CompileOptions) -> set[int]:
-    """The steps of this build summed in row pairs (nn2c.profile, the same stages as compile: their variant)."""
-    return {s.step for s in profile(path, target=core, options=options).steps if s.variant == PAIRS_VARIANT}
+def _variant_steps(path: Path, core: str, options: CompileOptions) -> dict[str, set[int]]:
+    """The steps of this build per variant (nn2c.profile, the same stages as compile): row pairs, pair tables."""
+    steps = profile(path, target=core, options=options).steps
+    return {variant: {s.step for s in steps if s.variant == variant} for variant in (PAIRS_VARIANT, TABLE_VARIANT)}
 
 
 def _prune(model: str, pruning: str, workdir: Path) -> Path:
@@ -139,7 +146,8 @@ def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
         batches = outputs // rows.shape[0]  # input rows: FULLY_CONNECTED batches or output pixels
         entries = sparse_layout(rows.astype(np.int8)).entries * batches
         layers[k] = LayerRun(k, step.op, "block" if batches >= 4 else "row", density(rows), macs(step),
-                             rows.shape[1], outputs, entries, batches)
+                             rows.shape[1], outputs, entries, batches,
+                             table_words=int(table_counts(rows.astype(np.int8)).sum()) if batches < 4 else 0)
     return layers
 
 
@@ -149,13 +157,15 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
     layers = _candidates(path, core)
     bench_target = "cortex-m4" if core == "portable" else core
     for mode in _modes(core, modes):
+        # (large_memory=None: the larger memory map where a build does not fit the standard one, such as pair tables
+        # of a half-dense filter, 6 bytes a word)
         report = bench_model(path, target=bench_target, count=records, options=_options(core, mode),
-                             workdir=workdir / f"{path.stem}_{core}_{mode}")
+                             workdir=workdir / f"{path.stem}_{core}_{mode}", large_memory=None)
         run.total[mode] = report.instructions_per_inference
         run.accesses[mode] = sum(report.loads + report.stores) / max(len(report.loads), 1)
         run.weights[mode] = report.footprint.flash_weights
         run.arena[mode] = report.footprint.ram_arena
-        pairs = _pairs_steps(path, core, _options(core, mode)) if core != "portable" else set()
+        variants = _variant_steps(path, core, _options(core, mode)) if core != "portable" else {}
         bad = sum(c.mismatches for c in report.comparisons)
         run.tflm[mode] = ("not run: " + "; ".join(report.skipped.values()) if report.skipped or not report.comparisons
                           else "bit-exact" if bad == 0 else f"{bad} values differ")
@@ -165,7 +175,8 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
                 entry.instructions[mode] = layer.instructions
                 entry.accesses[mode] = layer.memory_accesses
                 entry.sparse_in[mode] = any(call in SPARSE_CALLS for call in layer.calls)
-                entry.pairs[mode] = layer.index in pairs
+                entry.pairs[mode] = layer.index in variants.get(PAIRS_VARIANT, set())
+                entry.table[mode] = layer.index in variants.get(TABLE_VARIANT, set())
     run.layers = [x for x in layers.values() if x.instructions]
     return run
 
@@ -195,7 +206,19 @@ def _lstsq(features: list[list[int]], measured: list[float]) -> tuple[tuple[floa
 
 def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
     """The dense and sparse instruction models of a core and layer shape ("row", "block": the balanced builds'
-    layers not in row pairs; "pairs": the speed builds' layers in row pairs), or None without data."""
+    layers not in row pairs; "pairs": the speed builds' layers in row pairs; "table": the speed builds' one-row
+    layers over pair tables, over TABLE_COST_FEATURES a row), or None without data."""
+    if kind == "table":
+        samples = [x for r in runs if r.core == core for x in r.layers
+                   if x.table.get("speed-always") and "speed-off" in x.instructions]
+        if len(samples) < 2 * len(TABLE_COST_FEATURES):
+            return None
+        dense, dense_error = _lstsq([cost_features(x.outputs // x.rows, x.depth, x.rows, 0)[0] for x in samples],
+                                    [x.instructions["speed-off"] for x in samples])
+        sparse, sparse_error = _lstsq([[f * x.rows for f in table_features(x.outputs // x.rows, x.depth,
+                                                                           x.table_words)] for x in samples],
+                                      [x.instructions["speed-always"] for x in samples])
+        return Fit(dense, sparse, len(samples), dense_error, sparse_error)
     dense_mode, sparse_mode = ("speed-off", "speed-always") if kind == "pairs" else ("off", "always")
     samples = [x for r in runs if r.core == core for x in r.layers
                if (x.kind == "block" if kind == "pairs" else x.kind == kind) and x.sparse_in.get(sparse_mode)
@@ -256,10 +279,12 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
         lines += ["", "At `--optimize speed` (Arm DSP cores): a per-channel layer over at most 256 inputs run four rows at "
                   "a time", "sums them in row pairs (nn2c_sparse_row4_pairs: two rows in one 64-bit SMLAL sum, 6 "
                   "instructions an entry for", "four rows against 10), with 8 bytes of scratch per input; a balanced "
-                  "build keeps them only where the arena", "does not grow. Sparse-able layers = the layers `--sparse "
-                  "always` runs sparse, against the same layers dense; arena", "= the planned tensor arena (bytes) of "
-                  "the dense build at speed, the sparse one at speed, and the sparse one balanced.", "",
-                  "| model | pruning | core | layers in row pairs | sparse-able layers dense (speed) | sparse (speed) "
+                  "build keeps them only where the arena", "does not grow. A one-row layer (FULLY_CONNECTED of batch < 4) "
+                  "runs over pair tables (nn2c_sparse_row1_table:", "the products of two nonzeros in one SMLAD from a "
+                  "table of input pairs built at run time, up to 2 KB of", "scratch), at speed only. Sparse-able layers "
+                  "= the layers `--sparse always` runs sparse, against the same", "layers dense; arena = the planned tensor "
+                  "arena (bytes) of the dense build at speed, the sparse one at speed,", "and the sparse one balanced.", "",
+                  "| model | pruning | core | layers in row pairs / pair tables | sparse-able layers dense (speed) | sparse (speed) "
                   "| ratio | sparse (balanced) | ratio | model dense (speed) | auto (speed) | ratio "
                   "| arena dense / sparse speed / sparse balanced | TFLM |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
@@ -269,8 +294,9 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             fast = sum(x.instructions["speed-always"] for x in chosen)
             balanced = sum(x.instructions.get("always", 0) for x in chosen)
             paired = sum(x.pairs.get("speed-always", False) for x in chosen)
+            tabled = sum(x.table.get("speed-always", False) for x in chosen)
             verdict = ", ".join(sorted({r.tflm[m] for m in SPEED_MODES}))
-            lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {paired} of {len(chosen)} "
+            lines.append(f"| {r.model.split('/')[-1]} | {r.pruning} | {r.core} | {paired} / {tabled} of {len(chosen)} "
                          f"| {dense:,.0f} | {fast:,.0f} | {fast / dense:.2f}x | {balanced:,.0f} | {balanced / dense:.2f}x "
                          f"| {r.total['speed-off']:,} | {r.total.get('speed-auto', 0):,} "
                          f"| {r.total.get('speed-auto', 0) / r.total['speed-off']:.2f}x "
@@ -310,19 +336,22 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
               f"shipped in nn2c.target as sparse_row_cost / sparse_block_cost; `auto` takes sparse where predicted <= {SAFETY}x",
               "dense. `pairs`: the layers summed in row pairs at `--optimize speed` (the sparse coefficients shipped as",
               "sparse_pairs_cost, which nn2c.profile predicts them with; `block` is fitted on the balanced builds' other",
-              "layers). Max error = the largest |predicted / measured - 1| over the layers.", "",
+              "layers). `table`: the one-row layers over pair tables at speed, per input row over (" +
+              ", ".join(TABLE_COST_FEATURES) + ")", "(shipped as sparse_table_cost, which `--sparse auto` at speed and "
+              "nn2c.profile use). Max error = the largest", "|predicted / measured - 1| over the layers.", "",
               "| core | kernel | layers | dense coefficients | max error | sparse coefficients | max error | shipped "
               "= fitted |", "|---|---|---:|---|---:|---|---:|---|"]
     for (core, kind), f in fits.items():
         target = get_target("host" if core == "portable" else core)
         shipped = target.sparse_cost(kind == "block")
-        if kind == "pairs":  # (only the sparse coefficients are shipped: the dense ones are the block model's)
+        if kind in ("pairs", "table"):  # (only the sparse coefficients are shipped: the dense ones are row / block's)
+            shipped_sparse = target.sparse_pairs_cost if kind == "pairs" else target.sparse_table_cost
             if f is None:
-                if target.sparse_pairs_cost is not None:
-                    lines.append(f"| {core} | pairs | 0 | - | - | - | - | no data |")
+                if shipped_sparse is not None:
+                    lines.append(f"| {core} | {kind} | 0 | - | - | - | - | no data |")
                 continue
-            lines.append(f"| {core} | pairs | {f.layers} | {f.shipped[0]} | {f.dense_error:.0%} | {f.shipped[1]} "
-                         f"| {f.sparse_error:.0%} | {'yes' if target.sparse_pairs_cost == f.shipped[1] else 'no'} |")
+            lines.append(f"| {core} | {kind} | {f.layers} | {f.shipped[0]} | {f.dense_error:.0%} | {f.shipped[1]} "
+                         f"| {f.sparse_error:.0%} | {'yes' if shipped_sparse == f.shipped[1] else 'no'} |")
             continue
         if f is None:
             lines.append(f"| {core} | {kind} | 0 | - | - | - | - | {(shipped is None and 'none') or 'no data'} |")
@@ -418,6 +447,7 @@ def main() -> int:
                             x.accesses[mode] = again.accesses[mode]
                             x.sparse_in[mode] = again.sparse_in[mode]
                             x.pairs[mode] = again.pairs[mode]
+                            x.table[mode] = again.table.get(mode, False)
                 print(f"{run.model} {run.pruning} {run.core}: {run.total} {run.tflm}", flush=True)
     elif not args.load:
         with tempfile.TemporaryDirectory() as tmp:
@@ -430,7 +460,7 @@ def main() -> int:
     if args.save:
         args.save.write_text(json.dumps([asdict(r) for r in runs]))
     cores = sorted({r.core for r in runs}, key=CORES.index)
-    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block", "pairs")}
+    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block", "pairs", "table")}
     text = table(runs, fits, args.all_layers)
     print(text)
     if not args.no_write:

@@ -20,11 +20,15 @@ from nn2c.cli import main
 from nn2c.codegen.ops.sparse import (
     SAFETY,
     break_even_density,
+    cost_features,
     packed_layout,
     predicted_costs,
     predicted_instructions,
     sparse_layout,
     stored_entries,
+    table_counts,
+    table_features,
+    table_layout,
 )
 from nn2c.frontends.tflite_frontend import load_tflite
 from nn2c.prune import parse_spec
@@ -202,6 +206,39 @@ def test_auto_at_speed_predicts_row_pairs_with_their_model(tmp_path):
         taken[optimize] = sparse_calls(result)["nn2c_conv_s8_sparse"]
         assert taken[optimize] == expected == source.count(".pairs = 1"), optimize
     assert taken == {"balanced": 0, "speed": 4}
+
+
+def test_auto_at_speed_takes_pair_tables_with_their_model(tmp_path):
+    """--optimize speed on the Arm DSP puts a one-row layer on pair tables exactly where their fitted model
+    (Target.sparse_table_cost) predicts at most SAFETY times the dense kernel's instructions; a balanced build
+    never (their table raises the arena: ad01 768 B -> 3,328 B). ad01_int8 pruned 1:8 on the Cortex-M4: at least 8
+    of its 10 layers, and in QEMU the whole model in under 0.40x the dense build's instructions at speed (measured
+    0.36x), bit-exact with TFLM."""
+    path = pruned(AD01, "1:8", tmp_path)
+    target = get_target("cortex-m4")
+    expected = 0
+    for optimize in ("balanced", "speed"):
+        result = compile_model(path, CompileOptions(target="cortex-m4", optimize=optimize))
+        if optimize == "speed":
+            for node in result.graph.nodes:
+                rows = np.asarray(node.inputs[1].data, dtype=np.int8).reshape(node.inputs[1].type.shape[0], -1)
+                dense = float(np.dot(target.sparse_row_cost[0], cost_features(*rows.shape, 1, 0)[0]))
+                sparse = float(np.dot(target.sparse_table_cost, table_features(*rows.shape, int(table_counts(rows).sum()))))
+                expected += sparse <= SAFETY * dense
+        assert result.files[f"{result.name}.c"].count(".table = 1") == expected, optimize
+    assert expected >= 8
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    counts = {}
+    for sparse in ("off", "auto"):
+        report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / sparse,
+                             options=CompileOptions(target="cortex-m4", optimize="speed", sparse=sparse))
+        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+        counts[sparse] = report.instructions_per_inference
+    assert counts["auto"] < 0.40 * counts["off"], counts
 
 
 @pytest.mark.parametrize(("core", "shape"), [("cortex-m4", (128, 640, 1)), ("cortex-m4", (64, 64, 125)),
@@ -383,6 +420,95 @@ def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
                                        options=options)
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def _pair_table_model(batches: int, path: Path) -> Path:
+    """One-row FULLY_CONNECTED layers for the pair table (nn2c_sparse_row1_table): over 300 inputs (three tables,
+    the last ending in a partial block) a per-channel filter whose first channel is -128 at every input and whose
+    others hold 0-40 nonzeros at random or one in every 8 (1:8: a word per block); over 136 (a full table and one of
+    8 inputs) a per-tensor filter; over 16 one with RELU6 (an output range inside int8's: the C channel loop); over
+    8 (half a block). Every layer's output is a model output."""
+    from tests.tflite_builder import ModelBuilder
+
+    rng = np.random.default_rng(43)
+    b = ModelBuilder()
+    x = b.tensor("int8", (batches, 300), scale=0.05, zero_point=-9)
+    h, depth, outputs = x, 300, []
+    for units, activation, zero_point, per_channel in ((136, "NONE", 3, True), (16, "NONE", -7, False),
+                                                       (8, "RELU6", -100, True), (5, "NONE", 1, True)):
+        w = np.zeros((units, depth), dtype=np.int64)
+        for c, row in enumerate(w):
+            if c % 3 == 0:  # 1:8
+                at = np.arange(0, depth, 8) + rng.integers(0, 8, -(-depth // 8))
+                at = at[at < depth]
+            else:
+                at = rng.choice(depth, min(int(rng.choice([0, 1, 5, 17, 40])), depth), replace=False)
+            row[at] = rng.choice([-1, 1], at.size) * rng.integers(1, 128, at.size)
+        if depth == 300:
+            w[0] = -128
+        scale = list(rng.uniform(0.0005, 0.002, units)) if per_channel else 0.001
+        wt = b.tensor("int8", (units, depth), scale=scale, zero_point=[0] * units if per_channel else 0, data=w)
+        bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
+        y = b.tensor("int8", (batches, units), scale=0.5, zero_point=zero_point)
+        b.op("FULLY_CONNECTED", [h, wt, bias], [y], {"fused_activation_function": activation})
+        h, depth = y, units
+        outputs.append(y)
+    path.write_bytes(b.build([x], outputs))
+    return path
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+def test_pair_table_in_qemu(batches, tmp_path, monkeypatch):
+    """The one-row sparse kernel over pair tables (--optimize speed, Arm DSP: two products per SMLAD from a table of
+    input pairs built at run time): bit-exact with TFLM in QEMU at -O2 (the assembly: table builds, channel loops
+    carrying sums across tables) and without the inline assembly, on inputs at -128 and 127 (the first channel's sum
+    at +-4,915,200 over three tables) and at random; also the host's C (ASan + UBSan). The layout holds exactly
+    the filter."""
+    require_cc()
+    path = _pair_table_model(batches, tmp_path / "table.tflite")
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize="speed")
+    result = compile_model(path, options)
+    assert result.files["table.c"].count(".table = 1") == 4
+    graph = result.graph
+    for node in graph.nodes:
+        rows = np.asarray(node.inputs[1].data, dtype=np.int8).reshape(node.inputs[1].type.shape[0], -1)
+        assert np.array_equal(table_filter(table_layout(rows)), rows)
+    records = [[np.full((batches, 300), -128, np.int8)], [np.full((batches, 300), 127, np.int8)],
+               *extreme_records(graph)]
+    exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    assert_records_match(run(exe, records, graph.inputs, graph.outputs), run_tflm(path, records, len(graph.outputs)))
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets import cortexm_bench, cortexm_build
+    from nn2c.verify.inputs import random_records
+
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    for flags in (cortexm_build.COMPILE_FLAGS, [*cortexm_build.COMPILE_FLAGS, "-DNN2C_NO_INLINE_ASM"]):
+        monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+        report = cortexm_bench.bench_model(path, target="cortex-m4", count=len(records) + 2, seed=8,
+                                           workdir=tmp_path / f"qemu{len(flags)}", options=options)
+        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def table_filter(layout) -> np.ndarray:
+    """The [out_c, depth] filter a pair table layout holds, read back as nn2c_sparse_build_table orders the table."""
+    rows = np.zeros((layout.out_c, layout.tables * 128), dtype=np.int64)
+    at = 0
+    for t in range(layout.tables):
+        for c in range(layout.out_c):
+            for k in range(at, at + int(layout.counts[t * layout.out_c + c])):
+                index, weight = int(layout.index[k]), int(layout.weights[k])
+                block, q, p = index // 64, index % 64 // 32 * 4 + index % 4, index % 32 // 4
+                base = 128 * t + 16 * block
+                low = (weight & 0xFFFF) - (0x10000 if weight & 0x8000 else 0)
+                for position, value in ((base + p, low), (base + 8 + q, weight >> 16)):
+                    if value:
+                        assert rows[c, position] == 0  # (each nonzero stored once)
+                        rows[c, position] = value
+            at += int(layout.counts[t * layout.out_c + c])
+    return rows[:, :layout.depth].astype(np.int8)
 
 
 def test_row_pairs_only_where_the_arena_allows(tmp_path, monkeypatch):

@@ -38,6 +38,7 @@ from nn2c.codegen.ops.sparse import (
     PACKED_VARIANT,
     PAIRS_VARIANT,
     SPARSE_KERNELS,
+    TABLE_VARIANT,
     sparse_instructions,
 )
 from nn2c.codegen.render import used_params, used_weights
@@ -224,7 +225,8 @@ def _sparse_step(target: Target, step: Any, code: NodeCode) -> float | None:
     model's: their members' kernels are predicted one by one there)."""
     if hasattr(step, "ops") or not any(f in SPARSE_KERNELS for f, _ in code.calls):
         return None
-    return sparse_instructions(target, step, packed=code.variant == PACKED_VARIANT, pairs=code.variant == PAIRS_VARIANT)
+    return sparse_instructions(target, step, packed=code.variant == PACKED_VARIANT, pairs=code.variant == PAIRS_VARIANT,
+                               table=code.variant == TABLE_VARIANT)
 
 
 def same_lowering(target: str) -> list[str]:

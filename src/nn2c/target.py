@@ -57,6 +57,10 @@ class Target:
     # a layer with them (--sparse auto decides with sparse_block_cost, the slower loop's, as the row pairs are
     # kept only where the arena allows: compile.plan_stages)
     sparse_pairs_cost: tuple[float, ...] | None = None
+    # the pair table layout of a one-row layer (nn2c_sparse_row1_table: Arm DSP, --optimize speed): instructions
+    # per input row as coefficients of TABLE_COST_FEATURES (codegen/ops/sparse.py), fitted as above; None: --sparse
+    # auto never takes it
+    sparse_table_cost: tuple[float, ...] | None = None
 
     @property
     def is_cortex_m(self) -> bool:
@@ -84,7 +88,10 @@ class Target:
 _DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.086, 16.55, -0.005119, 44.78, 44.78))
 _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.46, -0.5205, 55.81, 165.0))
 # the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
-_DSP_SPARSE_PAIRS = (1.641, 14.82, 1.739, 29.89, 786.7)
+_DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
+# the one-row pair tables (--optimize speed): per input row, coefficients of TABLE_COST_FEATURES (per stored word,
+# per (table, channel) list, per table input built, one call)
+_DSP_SPARSE_TABLE = (3.728, 19.12, 8.618, 152.4)
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
 # the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte
@@ -101,13 +108,15 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS),
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_table_cost=_DSP_SPARSE_TABLE),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS),
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_table_cost=_DSP_SPARSE_TABLE),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,
            vector_registers=8, sparse_row_cost=_MVE_SPARSE_ROW, sparse_block_cost=_MVE_SPARSE_BLOCK),

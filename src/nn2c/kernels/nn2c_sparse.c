@@ -10,6 +10,9 @@
 #if !defined(NN2C_OMIT_SPARSE_ROWS4)
 const uint8_t nn2c_kernel_path_sparse_rows4 = 1;
 #endif
+#if !defined(NN2C_OMIT_SPARSE_TABLE)
+const uint8_t nn2c_kernel_path_sparse_table = 1;
+#endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
@@ -468,6 +471,258 @@ static void nn2c_sparse_row1(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t 
     }
 }
 
+#if !defined(NN2C_OMIT_SPARSE_TABLE) /* nn2c_config.h: some one-row layer is in the pair table layout */
+/* The pair table of n <= NN2C_SPARSE_TABLE_INPUTS inputs x (nn2c_sparse_s8_t.table): per block of 16 inputs, for
+ * each of B's four-input quarters and each A input p, four words x[A p] + 2^16 x[B q] as int16 halves (PKHBT);
+ * a last partial block reads its inputs from a zero-padded copy (nothing past the row is read). */
+static void nn2c_sparse_build_table(const int8_t *x, int32_t n, int32_t *tab) {
+    int8_t last[16];
+    for (int32_t at = 0; at < n; at += 16, x += 16) {
+        const int8_t *v = x;
+        if (n - at < 16) {
+            memset(last, 0, sizeof last);
+            memcpy(last, x, (size_t)(n - at));
+            v = last;
+        }
+        for (int32_t h = 8; h < 16; h += 4) {
+#if defined(NN2C_SPARSE_RECORDS)
+            /* 8 A inputs x 4 B inputs in 56 instructions (PKHBT: A's low half, B's as the high; GCC's loop of the
+             * C below took 104) */
+            const int32_t b0 = v[h], b1 = v[h + 1], b2 = v[h + 2], b3 = v[h + 3];
+            int32_t a, t0, t1;
+#define NN2C_SPARSE_TABLE_ROW(P) \
+    "ldrsb  %[a], [%[v], #" #P "]\n\t" \
+    "pkhbt  %[t0], %[a], %[b0], lsl #16\n\t" \
+    "pkhbt  %[t1], %[a], %[b1], lsl #16\n\t" \
+    "strd   %[t0], %[t1], [%[tab]], #8\n\t" \
+    "pkhbt  %[t0], %[a], %[b2], lsl #16\n\t" \
+    "pkhbt  %[t1], %[a], %[b3], lsl #16\n\t" \
+    "strd   %[t0], %[t1], [%[tab]], #8\n\t"
+            __asm__ volatile(NN2C_SPARSE_TABLE_ROW(0) NN2C_SPARSE_TABLE_ROW(1) NN2C_SPARSE_TABLE_ROW(2)
+                             NN2C_SPARSE_TABLE_ROW(3) NN2C_SPARSE_TABLE_ROW(4) NN2C_SPARSE_TABLE_ROW(5)
+                             NN2C_SPARSE_TABLE_ROW(6) NN2C_SPARSE_TABLE_ROW(7)
+                             : [tab] "+r"(tab), [a] "=&r"(a), [t0] "=&r"(t0), [t1] "=&r"(t1)
+                             : [v] "r"(v), [b0] "r"(b0), [b1] "r"(b1), [b2] "r"(b2), [b3] "r"(b3)
+                             : "memory");
+#undef NN2C_SPARSE_TABLE_ROW
+#else
+            const uint32_t b0 = (uint32_t)(int32_t)v[h] << 16, b1 = (uint32_t)(int32_t)v[h + 1] << 16;
+            const uint32_t b2 = (uint32_t)(int32_t)v[h + 2] << 16, b3 = (uint32_t)(int32_t)v[h + 3] << 16;
+            for (int32_t p = 0; p < 8; ++p, tab += 4) {
+                const uint32_t a = (uint16_t)(int16_t)v[p];
+                tab[0] = (int32_t)(a | b0);
+                tab[1] = (int32_t)(a | b1);
+                tab[2] = (int32_t)(a | b2);
+                tab[3] = (int32_t)(a | b3);
+            }
+#endif
+        }
+    }
+}
+
+#if defined(NN2C_SPARSE_RECORDS)
+/* Four words of a pair table's list (nn2c_sparse_table_dot): their table indices, their two weight pairs'
+ * LDRDs, one SMLAD each: 14 instructions for up to 8 products. */
+#define NN2C_SPARSE_TABLE_STEP4 \
+    "ldrh   %[i0], [%[pi]], #2\n\t" \
+    "ldrh   %[i1], [%[pi]], #2\n\t" \
+    "ldr    %[i0], [%[tab], %[i0], lsl #2]\n\t" \
+    "ldr    %[i1], [%[tab], %[i1], lsl #2]\n\t" \
+    "ldrd   %[w0], %[w1], [%[pw]], #8\n\t" \
+    "smlad  %[acc], %[i0], %[w0], %[acc]\n\t" \
+    "smlad  %[acc], %[i1], %[w1], %[acc]\n\t" \
+    "ldrh   %[i0], [%[pi]], #2\n\t" \
+    "ldrh   %[i1], [%[pi]], #2\n\t" \
+    "ldr    %[i0], [%[tab], %[i0], lsl #2]\n\t" \
+    "ldr    %[i1], [%[tab], %[i1], lsl #2]\n\t" \
+    "ldrd   %[w0], %[w1], [%[pw]], #8\n\t" \
+    "smlad  %[acc], %[i0], %[w0], %[acc]\n\t" \
+    "smlad  %[acc], %[i1], %[w1], %[acc]\n\t"
+#endif
+
+/* acc plus the n words (a multiple of 4) at *index / *weights over the table tab; the pointers move past them. */
+NN2C_INLINE int32_t nn2c_sparse_table_dot(const int32_t *tab, const uint16_t **index, const int32_t **weights,
+                                          int32_t n, int32_t acc) {
+    const uint16_t *pi = *index;
+    const int32_t *pw = *weights;
+#if defined(NN2C_SPARSE_RECORDS)
+    if (n > 0) {
+        const int32_t *const end = pw + n;
+        int32_t i0, i1, w0, w1;
+        __asm__ volatile("tst    %[n], #4\n\t"
+                         "bne    2f\n"
+                         "1:\n\t" NN2C_SPARSE_TABLE_STEP4
+                         "2:\n\t" NN2C_SPARSE_TABLE_STEP4
+                         "cmp    %[pw], %[end]\n\t"
+                         "bne    1b\n\t"
+                         : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [i0] "=&r"(i0), [i1] "=&r"(i1),
+                           [w0] "=&r"(w0), [w1] "=&r"(w1)
+                         : [tab] "r"(tab), [end] "r"(end), [n] "r"(n)
+                         : "cc", "memory");
+    }
+#else
+    for (const int32_t *const end = pw + n; pw != end; ++pi, ++pw) {
+        const int32_t t = tab[*pi], w = *pw;
+        /* SMLAD: both int16 halves' products (wrapping like the instruction's int32 sum) */
+        acc = (int32_t)((uint32_t)acc + (uint32_t)((int16_t)t * (int16_t)w) +
+                        (uint32_t)((int32_t)(int16_t)(t >> 16) * (int32_t)(int16_t)(w >> 16)));
+    }
+#endif
+    *index = pi;
+    *weights = pw;
+    return acc;
+}
+
+/* Channel c's sum before its pair tables (the bias, input offset folded in) and its output stage: from its
+ * record (or the filter's one multiplier and scale) in the assembly builds, else as nn2c_sparse_bias /
+ * nn2c_sparse_requant. */
+NN2C_INLINE int32_t nn2c_sparse_table_bias(const nn2c_sparse_walk_t *w, int32_t c, int per_channel) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (w->records != NULL) return w->records[per_channel ? NN2C_SPARSE_RECORD * c : c];
+#endif
+    return nn2c_sparse_bias(w, c, per_channel);
+}
+
+NN2C_INLINE int8_t nn2c_sparse_table_out(const nn2c_sparse_walk_t *w, int32_t c, int32_t acc, int per_channel) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (w->records != NULL) {
+        const int32_t *r = w->records + NN2C_SPARSE_RECORD * c;
+        const int32_t y = per_channel ? nn2c_sparse_record_requant(acc, r[1], r[2], w->offset)
+                                      : nn2c_sparse_record_requant(acc, w->multipliers[0],
+                                                                   nn2c_sparse_scale_word(w->shifts[0]), w->offset);
+        return (int8_t)nn2c_clamp_i32(__ssat(y, 8), w->lo, w->hi);
+    }
+#endif
+    return nn2c_sparse_requant(w, c, acc, per_channel);
+}
+
+/* One input row x in the pair table layout in C (an activation range inside int8's, arrays, or no assembly):
+ * table by table, its build, then every channel's words; sums carried between tables in scratch after it. */
+static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int32_t *scratch) {
+    nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
+    const uint16_t *pi = m->table_index;
+    const int32_t *pw = m->table_weights;
+    int32_t *const tab = scratch, *const carry = scratch + NN2C_SPARSE_TABLE_WORDS;
+    const int per_channel = m->per_channel;
+    for (int32_t t = 0; t < w.segments; ++t) {
+        const int32_t first = t * NN2C_SPARSE_TABLE_INPUTS;
+        nn2c_sparse_build_table(x + first, NN2C_MIN(NN2C_SPARSE_TABLE_INPUTS, m->depth - first), tab);
+        const int last = t + 1 == w.segments;
+        for (int32_t c = 0; c < w.out_c; ++c) {
+            int32_t acc = t == 0 ? nn2c_sparse_table_bias(&w, c, per_channel) : carry[c];
+            acc = nn2c_sparse_table_dot(tab, &pi, &pw, *w.count++, acc);
+            if (last) {
+                out[c] = nn2c_sparse_table_out(&w, c, acc, per_channel);
+            } else {
+                carry[c] = acc;
+            }
+        }
+    }
+}
+
+#if defined(NN2C_SPARSE_RECORDS)
+/* The channel loop of one pair table in assembly (13 registers, as NN2C_SPARSE_DSP_CHANNELS): per channel its
+ * count, START (acc: its bias from its record, or its sum carried from the tables before), its words
+ * (NN2C_SPARSE_TABLE_STEP4, eight an iteration, entered in its middle when the count of fours is odd), FINISH
+ * (the output stage and store, or the sum carried on), which leaves the end of its output in w1. */
+#define NN2C_SPARSE_TABLE_CHANNELS(START, FINISH) \
+    "0:\n\t" \
+    "ldrh   %[i0], [%[cnt]], #2\n\t" START \
+    "add    %[end], %[pw], %[i0], lsl #2\n\t" \
+    "tst    %[i0], #4\n\t" \
+    "bne    2f\n\t" \
+    "cmp    %[pw], %[end]\n\t" \
+    "beq    3f\n" \
+    "1:\n\t" NN2C_SPARSE_TABLE_STEP4 \
+    "2:\n\t" NN2C_SPARSE_TABLE_STEP4 \
+    "cmp    %[pw], %[end]\n\t" \
+    "bne    1b\n" \
+    "3:\n\t" FINISH \
+    "cmp    %[out], %[w1]\n\t" \
+    "bne    0b\n\t"
+/* acc from the channel's record (rec at its bias, left at its multiplier) */
+#define NN2C_SPARSE_TABLE_BIAS "ldr    %[acc], [%[rec]], #4\n\t"
+/* acc carried in the int32 at out */
+#define NN2C_SPARSE_TABLE_CARRIED "ldr    %[acc], [%[out]]\n\t"
+/* acc carried in the int32 at stage[2] (the pointer stepped there: out is the int8 output; i0 holds the count) */
+#define NN2C_SPARSE_TABLE_CARRIED_AT \
+    "ldr    %[i1], [%[stage], #8]\n\t" \
+    "ldr    %[acc], [%[i1]], #4\n\t" \
+    "str    %[i1], [%[stage], #8]\n\t"
+/* the sum carried on to the next table (stage[1]: the end of the carried sums); REC how far rec steps */
+#define NN2C_SPARSE_TABLE_CARRY(REC) \
+    REC "str    %[acc], [%[out]], #4\n\t" \
+    "ldr    %[w1], [%[stage], #4]\n\t"
+/* the output stage of the channel's record (nn2c_sparse_record_requant: multiplier, scale word at rec, which
+ * steps by STEP) with stage[0] the output offset, stage[1] the end of out; int8's whole range (SSAT) */
+#define NN2C_SPARSE_TABLE_OUT(STEP) \
+    "ldrd   %[w0], %[w1], [%[rec]], " STEP "\n\t" \
+    "lsr    %[i1], %[w1], #8\n\t" \
+    "and    %[i0], %[acc], #0x80000000\n\t" \
+    "add    %[i1], %[i1], %[acc], asr #31\n\t" \
+    "orr    %[i0], %[i0], #0x40000000\n\t" \
+    "smlal  %[i0], %[i1], %[acc], %[w0]\n\t" \
+    "asr    %[i1], %[i1], %[w1]\n\t" \
+    "ldrd   %[w0], %[w1], [%[stage]]\n\t" \
+    "add    %[i1], %[i1], %[w0]\n\t" \
+    "ssat   %[i1], #8, %[i1]\n\t" \
+    "strb   %[i1], [%[out]], #1\n\t"
+#define NN2C_SPARSE_TABLE_RUN(STAGE, START, FINISH, OUT, REC) \
+    do { \
+        const int32_t *const st_ = (STAGE); \
+        int8_t *o = (int8_t *)(OUT); \
+        const int32_t *rec = (REC); \
+        int32_t acc, i0, i1, w0, w1; \
+        const int32_t *end; \
+        __asm__ volatile(NN2C_SPARSE_TABLE_CHANNELS(START, FINISH) \
+                         : [cnt] "+r"(cnt), [pi] "+r"(pi), [pw] "+r"(pw), [out] "+r"(o), [rec] "+r"(rec), \
+                           [acc] "=&r"(acc), [i0] "=&r"(i0), [i1] "=&r"(i1), [w0] "=&r"(w0), [w1] "=&r"(w1), \
+                           [end] "=&r"(end) \
+                         : [tab] "r"(tab), [stage] "r"(st_) \
+                         : "cc", "memory"); \
+    } while (0)
+#endif
+
+/* One input row x in the pair table layout (nn2c_sparse_s8_t.table). With per-channel records and int8's whole
+ * range (what the codegen writes for it), each table's channel loop in assembly (NN2C_SPARSE_TABLE_CHANNELS);
+ * else nn2c_sparse_row1_table_any. */
+__attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out,
+                                                             int32_t *scratch) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->records != NULL && m->per_channel && m->act_min == -128 && m->act_max == 127 && m->out_c > 0) {
+        const uint16_t *cnt = m->counts, *pi = m->table_index;
+        const int32_t *pw = m->table_weights;
+        int32_t *const tab = scratch, *const carry = scratch + NN2C_SPARSE_TABLE_WORDS;
+        int32_t stages[3] = {m->output_offset, (int32_t)(intptr_t)(out + m->out_c), (int32_t)(intptr_t)carry};
+        int32_t *const stage = stages;
+        const int32_t tables = m->segments;
+        for (int32_t t = 0; t < tables; ++t) {
+            const int32_t first = t * NN2C_SPARSE_TABLE_INPUTS;
+            nn2c_sparse_build_table(x + first, NN2C_MIN(NN2C_SPARSE_TABLE_INPUTS, m->depth - first), tab);
+            if (t + 1 < tables) {
+                const int32_t carried[2] = {0, (int32_t)(intptr_t)(carry + m->out_c)};
+                if (t == 0) {
+                    NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_BIAS,
+                                          NN2C_SPARSE_TABLE_CARRY("add    %[rec], %[rec], #8\n\t"), carry,
+                                          m->records);
+                } else {
+                    NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_CARRIED, NN2C_SPARSE_TABLE_CARRY(""), carry,
+                                          m->records);
+                }
+            } else if (t == 0) {
+                NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_BIAS, NN2C_SPARSE_TABLE_OUT("#8"), out, m->records);
+            } else {
+                NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_CARRIED_AT, NN2C_SPARSE_TABLE_OUT("#12"), out,
+                                      m->records + 1);
+            }
+        }
+        return;
+    }
+#endif
+    nn2c_sparse_row1_table_any(m, x, out, scratch);
+}
+#endif
+
 /* Four input rows x[0..3] (output rows out[0..3]) at once. */
 NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
                                          int per_channel) {
@@ -850,6 +1105,12 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
 #endif
 #endif
     for (; b < p->batches; ++b) {
+#if !defined(NN2C_OMIT_SPARSE_TABLE)
+        if (m->table) {
+            nn2c_sparse_row1_table(m, input + b * m->depth, output + b * m->out_c, (int32_t *)scratch);
+            continue;
+        }
+#endif
         nn2c_sparse_row1(m, input + b * m->depth, output + b * m->out_c);
     }
 }

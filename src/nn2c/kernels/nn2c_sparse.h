@@ -15,6 +15,8 @@
 
 #define NN2C_SPARSE_SEGMENT 256 /* inputs per segment: a position fits one byte */
 #define NN2C_SPARSE_RECORD 3    /* int32 words of a per-channel filter's channel record (records below) */
+#define NN2C_SPARSE_TABLE_INPUTS 128 /* inputs per pair table (nn2c_sparse_s8_t.table): 8 blocks of 16 */
+#define NN2C_SPARSE_TABLE_WORDS 512  /* int32 words of a pair table: 64 a block of 16 inputs */
 
 typedef struct {
     int32_t out_c, depth;
@@ -45,6 +47,17 @@ typedef struct {
      * the multiplier and 2^(r - 1) + output_offset 2^r, r = -shift in [1, 24] (one more than that word's
      * trailing zeros); only the four-row loop reads them there (a last 1-3 rows run as a block of four) */
     int32_t pairs;
+    /* Arm DSP, one input row (FULLY_CONNECTED of batch < 4) at --optimize speed: 1 where the filter is in the pair
+     * table layout (nn2c_sparse_row1_table). The row's inputs are cut into tables of up to 128 (segments: how
+     * many), each into blocks of 16, halves A (inputs 0-7) and B (8-15); the kernel writes into scratch, per block,
+     * the 64 words x[A p] + 2^16 x[B q] (int16 halves) at word 64 block + 32 (q / 4) + 4 p + q % 4. A channel's
+     * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: its
+     * word index in the table (table_index) and its two weights as int16 halves (table_weights), so one SMLAD
+     * adds two products. counts: words per (table, channel), table after table, each a multiple of 4. The output
+     * stage is records' or the arrays' as above (a per-channel filter's three-word records). */
+    int32_t table;
+    const uint16_t *table_index;
+    const int32_t *table_weights;
     int32_t output_offset;
     int32_t act_min, act_max;
 } nn2c_sparse_s8_t;
@@ -62,7 +75,8 @@ typedef struct {
 } nn2c_conv_sparse_params_t;
 
 /* scratch: 8 * depth bytes where m.pairs (the four rows' inputs as row pairs), then 4 * out_c (a last 1-3 rows'
- * outputs); else none (NULL) */
+ * outputs); where m.table 256 * ceil(min(depth, 128) / 16) bytes (the pair table), then 4 * out_c where depth > 128
+ * (the sums between tables); else none (NULL) */
 void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
 /* scratch: 8 * depth bytes where m.pairs, then 4 * out_c bytes (four pixels' outputs where they overlap their
  * inputs: an in-place plan) */

@@ -37,6 +37,7 @@ from nn2c.codegen.ops.sparse import (
     sparse_candidate,
     sparse_fields,
     sparse_plan,
+    table_plan,
 )
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
@@ -161,12 +162,16 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             rows = np.asarray(w.data, dtype=np.int8).reshape(output_depth, accum_depth)
             pairs = batches >= 4 and row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out),
                                                    act_min, act_max)
-            layout = sparse_plan(ctx, rows, batches, packable=batches < 4, pairs=pairs)
+            table = table_plan(ctx, rows, batches)
+            rows_layout = None if table else sparse_plan(ctx, rows, batches, packable=batches < 4, pairs=pairs)
+            layout = table or rows_layout
             if layout is not None:
                 ctx.use_kernel("sparse")
                 if batches >= 4:
                     ctx.take_path("SPARSE_ROWS4")
-                if layout.packed:
+                if table is not None:
+                    ctx.take_path("SPARSE_TABLE")
+                elif rows_layout is not None and rows_layout.packed:
                     ctx.variant(PACKED_VARIANT)
                 initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
                                                         zero_point(out), act_min, act_max, row_pairs=pairs)

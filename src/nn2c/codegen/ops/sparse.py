@@ -55,6 +55,13 @@ SPARSE_COST_FEATURES = ("work", "outputs", "inputs", "rows", "call")
 SPARSE_KERNELS = ("nn2c_fc_s8_sparse", "nn2c_conv_s8_sparse")
 PACKED_VARIANT = "packed"  # NodeCode.variant of a layer in the packed layout (nn2c.profile predicts it so)
 PAIRS_VARIANT = "row-pairs"  # NodeCode.variant of a layer summed in row pairs (Target.sparse_pairs_cost)
+TABLE_VARIANT = "pair-table"  # NodeCode.variant of a one-row layer in the pair table layout (Target.sparse_table_cost)
+TABLE_INPUTS = 128  # NN2C_SPARSE_TABLE_INPUTS: inputs per pair table
+TABLE_BLOCK = 16  # inputs per block of a pair table: halves A and B of 8
+TABLE_BLOCK_WORDS = 64  # a block's words in the table: x[A p] + 2^16 x[B q] for every p, q
+# what Target.sparse_table_cost weighs: stored words (padding included), (table, channel) lists, table inputs built
+# (whole blocks), one call
+TABLE_COST_FEATURES = ("words", "lists", "inputs", "call")
 
 
 def density(rows: np.ndarray) -> float:
@@ -256,6 +263,112 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     return layout
 
 
+@dataclass(frozen=True)
+class TableLayout:
+    """A one-row filter in the pair table layout (nn2c_sparse_s8_t.table): per (table, channel), table after table,
+    a count of words (a multiple of BLOCK); per word its index in the table (uint16) and its two weights as the
+    int16 halves of an int32 (A's low, B's high)."""
+
+    out_c: int
+    depth: int
+    counts: np.ndarray
+    index: np.ndarray
+    weights: np.ndarray
+
+    @property
+    def tables(self) -> int:
+        return max(-(-self.depth // TABLE_INPUTS), 1)
+
+    @property
+    def words(self) -> int:
+        return int(self.counts.sum(dtype=np.int64))
+
+    @property
+    def flash_bytes(self) -> int:
+        return self.counts.nbytes + self.index.nbytes + self.weights.nbytes
+
+    @property
+    def scratch_bytes(self) -> int:
+        """The table (4 bytes a word, 64 words a block of the widest table), then the sums carried between tables."""
+        blocks = -(-min(self.depth, TABLE_INPUTS) // TABLE_BLOCK)
+        return 4 * TABLE_BLOCK_WORDS * blocks + (4 * self.out_c if self.tables > 1 else 0)
+
+
+def _table_blocks(rows: np.ndarray) -> np.ndarray:
+    """[out_c, depth] -> [out_c, tables, blocks a table, 2 halves, 8 inputs], zero-padded past depth."""
+    out_c, depth = rows.shape
+    tables = max(-(-depth // TABLE_INPUTS), 1)
+    padded = np.zeros((out_c, tables * TABLE_INPUTS), dtype=np.int8)
+    padded[:, :depth] = rows
+    return padded.reshape(out_c, tables, TABLE_INPUTS // TABLE_BLOCK, 2, TABLE_BLOCK // 2)
+
+
+def table_counts(rows: np.ndarray) -> np.ndarray:
+    """The words of each (table, channel) list of these [out_c, depth] rows in the pair table layout, [tables,
+    out_c]: per block the longer half's nonzeros, a list padded to whole BLOCKs."""
+    nonzeros = np.count_nonzero(_table_blocks(rows), axis=-1).max(axis=-1).sum(axis=-1)  # [out_c, tables]
+    return (-(-nonzeros // BLOCK) * BLOCK).T.astype(np.int64)
+
+
+def table_layout(rows: np.ndarray) -> TableLayout | None:
+    """[out_c, depth] int8 -> its pair table layout: in each block of 16 inputs a channel's nonzeros of half A
+    (inputs 0-7) paired in order with B's (8-15), a missing partner a zero weight at position 0; each word's
+    index 64 block + 32 (q / 4) + 4 p + q % 4 (nn2c_sparse_build_table's order). None when a list would hold
+    more words than a uint16 counts (it cannot: at most 256 words a table)."""
+    out_c, depth = rows.shape
+    blocks = _table_blocks(rows)
+    counts = table_counts(rows)
+    index: list[int] = []
+    weights: list[int] = []
+    for t in range(counts.shape[0]):
+        for c in range(out_c):
+            start = len(index)
+            for g in range(blocks.shape[2]):
+                a, b = blocks[c, t, g]
+                pa, pb = np.flatnonzero(a), np.flatnonzero(b)
+                for i in range(max(pa.size, pb.size)):
+                    p = int(pa[i]) if i < pa.size else 0
+                    q = int(pb[i]) if i < pb.size else 0
+                    wa = int(a[p]) if i < pa.size else 0
+                    wb = int(b[q]) if i < pb.size else 0
+                    index.append(TABLE_BLOCK_WORDS * g + 32 * (q >> 2) + 4 * p + (q & 3))
+                    weights.append((wa & 0xFFFF) | (wb & 0xFFFF) << 16)
+            pad = int(counts[t, c]) - (len(index) - start)
+            index += [0] * pad
+            weights += [0] * pad
+    return TableLayout(out_c, depth, counts.reshape(-1).astype(np.uint16), np.array(index, dtype=np.uint16),
+                       np.array(weights, dtype=np.uint32).view(np.int32))
+
+
+def table_features(out_c: int, depth: int, words: int) -> list[int]:
+    """TABLE_COST_FEATURES of a one-row [out_c, depth] filter stored as `words` pair table words."""
+    tables = max(-(-depth // TABLE_INPUTS), 1)
+    return [words, tables * out_c, -(-depth // TABLE_BLOCK) * TABLE_BLOCK, 1]
+
+
+def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayout | None:
+    """The pair table layout for a one-row layer (input_rows < 4) of an --optimize speed build on the Arm DSP
+    whose filter the sparse kernels take at all: with --sparse always; with --sparse auto where the target's fitted
+    model of it (Target.sparse_table_cost) predicts at most SAFETY times the dense kernel's instructions. Speed
+    only: its table (up to 2 KB of scratch) raises the arena of most models that have such layers."""
+    target = ctx.target
+    if not (ctx.optimize == "speed" and target.simd == "dsp" and input_rows < 4 and ctx.sparse != "off"
+            and rows.size):
+        return None
+    if ctx.sparse == "always":
+        return table_layout(rows)
+    dense = target.sparse_cost(False)
+    if dense is None or target.sparse_table_cost is None:
+        return None
+    out_c, depth = rows.shape
+    predicted_dense = float(np.dot(dense[0], cost_features(out_c, depth, input_rows, 0)[0]))
+    words = int(table_counts(rows).sum())
+    predicted = float(np.dot(target.sparse_table_cost, table_features(out_c, depth, words))) * input_rows
+    if predicted_dense <= 0 or predicted > SAFETY * predicted_dense:
+        return None
+    return table_layout(rows)
+
+
 def takes_pairs(rows: np.ndarray) -> bool:
     """Whether the four-row loops may sum two rows in one 64-bit sum (nn2c_sparse_s8_t.pairs): PAIR_SUM_LIMIT
     for every channel of these [out_c, depth] int8 rows."""
@@ -278,37 +391,49 @@ def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_
                                output_offset, act_min, act_max)
 
 
-def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias: Value | None, input_offset: int,
-                  real: list[float], output_offset: int, act_min: int, act_max: int, row_pairs: bool
-                  ) -> tuple[str, int]:
-    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs) and
-    its real multipliers (one for a per-tensor filter), and the bytes of scratch its row pairs take (0 without).
-    On the Arm DSP each channel's output stage is one record where every shift allows (RECORD_SHIFTS); a layer
-    run four rows at a time that row_pairs_fit allows (the caller's `row_pairs`) sums them in row pairs, with
-    pair_records."""
+def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np.ndarray, bias: Value | None,
+                  input_offset: int, real: list[float], output_offset: int, act_min: int, act_max: int,
+                  row_pairs: bool) -> tuple[str, int]:
+    """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs, or their
+    pair table layout) and its real multipliers (one for a per-tensor filter), and the bytes of scratch its row
+    pairs or pair table take (0 without). On the Arm DSP each channel's output stage is one record where every
+    shift allows (RECORD_SHIFTS); a layer run four rows at a time that row_pairs_fit allows (the caller's
+    `row_pairs`) sums them in row pairs, with pair_records."""
     out_c, depth = rows.shape
     quantized = [quantize_multiplier(m) for m in real]
-    if len(set(quantized)) == 1:  # a per-tensor filter (or one broadcast to its channels): stored once
+    if isinstance(layout, TableLayout) and len(quantized) == 1:
+        # (the pair table's assembly reads per-channel records alone: 8 bytes a channel more for a per-tensor filter)
+        quantized *= out_c
+    if len(set(quantized)) == 1 and not isinstance(layout, TableLayout):
+        # a per-tensor filter (or one broadcast to its channels): stored once
         quantized = quantized[:1]
     multipliers = np.array([m for m, _ in quantized], dtype=np.int32)
     shifts = np.array([s for _, s in quantized], dtype=np.int32)
     bias_data = None if bias is None else np.asarray(bias.data)
     folded = folded_bias(bias_data, rows, input_offset, out_c, pad_to=1)  # int32, wrapped as TFLite's sum
     per_channel = len(quantized) > 1
-    fields: dict[str, object] = {
-        "out_c": out_c, "depth": depth, "segments": layout.segments,
-        "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: entries per channel" + (
-            "" if layout.packed else " and 256 inputs")),
-        "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: 4-bit steps between the positions"
-                                 if layout.packed else "sparse filter: position of each nonzero"),
-        "packed": int(layout.packed),
-        "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
-        "bias": "NULL", "multipliers": "NULL", "shifts": "NULL", "rounding": "NULL", "per_channel": int(per_channel),
-        "records": "NULL",
-    }
+    fields: dict[str, object]
+    if isinstance(layout, TableLayout):
+        ctx.variant(TABLE_VARIANT)
+        fields = {
+            "out_c": out_c, "depth": depth, "segments": layout.tables,
+            "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: words per pair table and channel"),
+        }
+    else:
+        fields = {
+            "out_c": out_c, "depth": depth, "segments": layout.segments,
+            "counts": ctx.const_array(layout.counts, "uint16_t", "sparse filter: entries per channel" + (
+                "" if layout.packed else " and 256 inputs")),
+            "index": ctx.const_array(layout.positions, "uint8_t", "sparse filter: 4-bit steps between the positions"
+                                     if layout.packed else "sparse filter: position of each nonzero"),
+            "packed": int(layout.packed),
+            "values": ctx.const_array(layout.values, "int8_t", "sparse filter: the nonzero weights"),
+        }
+    fields.update({"bias": "NULL", "multipliers": "NULL", "shifts": "NULL", "rounding": "NULL",
+                   "per_channel": int(per_channel), "records": "NULL"})
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    row_pairs = row_pairs and not layout.packed
+    row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
     if row_pairs:  # (nn2c_sparse_row4_pairs)
         ctx.took_row_pairs = True
         ctx.variant(PAIRS_VARIANT)
@@ -328,9 +453,16 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout, rows: np.ndarray, bias
         fields.update(stage, bias=ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
                       rounding=ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
     fields["pairs"] = int(row_pairs)
+    if isinstance(layout, TableLayout):
+        fields.update(table=1, table_index=ctx.const_array(layout.index, "uint16_t", "sparse filter: each word's "
+                                                           "index in its pair table"),
+                      table_weights=ctx.const_array(layout.weights, "int32_t", "sparse filter: each word's two "
+                                                    "weights (int16 halves)"))
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
     # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
     scratch = 8 * depth + 4 * out_c if row_pairs else 0
+    if isinstance(layout, TableLayout):
+        scratch = layout.scratch_bytes
     return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}", scratch
 
 
@@ -361,14 +493,21 @@ def channel_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarra
     return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
-def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs: bool = False) -> float | None:
+def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs: bool = False, table: bool = False
+                        ) -> float | None:
     """The instructions the target's model predicts for a FULLY_CONNECTED / CONV_2D node lowered to a
-    sparse kernel, in the packed layout if `packed`, summed in row pairs if `pairs` (None without a model)."""
+    sparse kernel, in the packed layout if `packed`, summed in row pairs if `pairs`, over pair tables if `table`
+    (None without a model)."""
     w = node.inputs[1]
     if w is None or w.data is None or not node.outputs:
         return None
     rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
     input_rows = node.outputs[0].type.num_elements // max(rows.shape[0], 1)
+    if table:
+        if target.sparse_table_cost is None:
+            return None
+        features = table_features(rows.shape[0], rows.shape[1], int(table_counts(rows).sum()))
+        return max(float(np.dot(target.sparse_table_cost, features)), 0.0) * input_rows
     if pairs and target.sparse_pairs_cost is not None:
         features = cost_features(rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))[1]
         return max(float(np.dot(target.sparse_pairs_cost, features)), 0.0)
