@@ -323,7 +323,7 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     fast = [x for r in sped for x in r.layers if x.sparse_in.get("speed-auto") and "speed-off" in x.instructions]
     if fast:
         slower_fast = [x for x in fast if x.instructions["speed-auto"] >= x.instructions["speed-off"]]
-        lines += ["", f"At speed, `--sparse auto` (with the row pairs' model where a layer takes them) chose the sparse "
+        lines += ["", f"At speed, `--sparse auto` (with the row pairs' and pair tables' models where a layer takes them) chose the sparse "
                   f"kernel on {len(fast)} measured layers; {len(slower_fast)} of them ran slower than the dense kernel "
                   "at speed."]
     chosen = [x for r in runs for x in r.layers if x.sparse_in.get("auto") and "off" in x.instructions]
@@ -378,11 +378,12 @@ BREAK_EVEN_SHAPES = [
 def break_even_table() -> str:
     """The density below which each core's shipped models predict the sparse kernel faster
     (codegen/ops/sparse.py break_even_density), per layer shape: no QEMU run, the fitted coefficients."""
-    from nn2c.codegen.ops.sparse import break_even_density
+    from nn2c.codegen.ops.sparse import break_even_density, break_even_table_density
     from nn2c.target import get_target
 
     cores = [c for c in CORES if c != "portable" and get_target(c).sparse_row_cost is not None]
     paired = [c for c in cores if get_target(c).sparse_pairs_cost is not None]
+    tabled = [c for c in cores if get_target(c).sparse_table_cost is not None]
     lines = ["## Sparse kernels: break-even density per layer shape and core", "",
              "Written by `bench/sparse.py --break-even` from the instruction models nn2c ships (nn2c.target, fitted by "
              "this script to QEMU counts, table above): the density (nonzeros / weights) below which the sparse kernel "
@@ -391,12 +392,15 @@ def break_even_table() -> str:
              f"`--sparse auto` takes a layer only below {SAFETY}x the dense cost, at a lower density. One input row "
              "uses the `row` models, four or more (1x1 convolutions) the `block` ones; `row pairs`: the four-row "
              "loop over row pairs (`--optimize speed`, or balanced where the arena allows; `auto` decides with "
-             "`block`); 0 = sparse never wins.", "",
-             "| layer | rows | " + " | ".join(cores + [f"{c} (row pairs)" for c in paired]) + " |",
-             "|---|---|" + "---|" * (len(cores) + len(paired))]
+             "`block`); `pair tables`: a one-row layer over pair tables (`--optimize speed`; random nonzeros, each "
+             "block's longer half as expected); 0 = sparse never wins.", "",
+             "| layer | rows | " + " | ".join(cores + [f"{c} (row pairs)" for c in paired]
+                                            + [f"{c} (pair tables)" for c in tabled]) + " |",
+             "|---|---|" + "---|" * (len(cores) + len(paired) + len(tabled))]
     for label, out_c, depth, rows in BREAK_EVEN_SHAPES:
         cells = [break_even_density(get_target(c), out_c, depth, rows) for c in cores]
         cells += [break_even_density(get_target(c), out_c, depth, rows, pairs=True) for c in paired]
+        cells += [break_even_table_density(get_target(c), out_c, depth) if rows < 4 else None for c in tabled]
         lines.append(f"| {label} | {rows} | " + " | ".join("-" if x is None else f"{x:.2f}" for x in cells) + " |")
     return "\n".join(lines) + "\n"
 

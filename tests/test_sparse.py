@@ -20,7 +20,9 @@ from nn2c.cli import main
 from nn2c.codegen.ops.sparse import (
     SAFETY,
     break_even_density,
+    break_even_table_density,
     cost_features,
+    expected_table_words,
     packed_layout,
     predicted_costs,
     predicted_instructions,
@@ -258,6 +260,26 @@ def test_break_even_density_splits_the_targets_prediction(core, shape):
         dense_cost, sparse_cost = predicted_instructions(target, sparse_layout(rows), input_rows)
         assert (sparse_cost < dense_cost) == sparse_wins, (density, delta, dense_cost, sparse_cost)
     assert break_even_density(get_target("host"), out_c, depth, input_rows) is None  # no model for the host
+
+
+@pytest.mark.parametrize("shape", [(128, 640), (128, 128), (64, 256)])
+def test_pair_table_break_even_splits_its_prediction(shape):
+    """bench/sparse.py --break-even's pair table figure (one row, --optimize speed): random filters a little
+    sparser than it are predicted faster over pair tables than dense, a little denser slower; the expected word count
+    it assumes is within 5% of random filters' table_counts."""
+    out_c, depth = shape
+    target = get_target("cortex-m4")
+    density = break_even_table_density(target, out_c, depth)
+    assert density is not None and 0.05 < density < 0.95
+    rng = np.random.default_rng(depth)
+    dense = float(np.dot(target.sparse_row_cost[0], cost_features(out_c, depth, 1, 0)[0]))
+    for delta, sparse_wins in ((-0.05, True), (0.05, False)):
+        rows = (rng.random((out_c, depth)) < density + delta).astype(np.int8)
+        words = int(table_counts(rows).sum())
+        assert abs(words / expected_table_words(out_c, depth, density + delta) - 1) < 0.05
+        sparse = float(np.dot(target.sparse_table_cost, table_features(out_c, depth, words)))
+        assert (sparse < dense) == sparse_wins, (density, delta, dense, sparse)
+    assert break_even_table_density(get_target("cortex-m55"), out_c, depth) is None  # no pair tables on Helium
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
@@ -745,7 +767,7 @@ def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
     """Mutants of the converter's sparse-format files (segments, indices, dense sizes, traversal orders)
     and of pruned models compile or end in one nn2c error (no traceback, hang or memory blow-up); the
     accepted ones run on the sparse kernels (--sparse always; for the Cortex-M4 also at --optimize speed, the
-    row pairs' records) built with ASan + UBSan."""
+    row pairs' records and the one-row layers' pair tables) built with ASan + UBSan."""
     from nn2c.fuzz.campaign import run_campaign
     from tests.onnx_backend_sanitize import build_and_run_sanitized
 
@@ -754,7 +776,7 @@ def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
              pruned(AD01, "1:8", tmp_path), pruned(KWS, "magnitude:0.8", tmp_path)]
     variants = (CompileOptions(plan_time_limit=2.0, sparse="always"),
                 CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4"),
-                # (the row pairs' records, read by the host's C)
+                # (the row pairs' records and the pair tables, read by the host's C)
                 CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4", optimize="speed"))
     result = run_campaign(seeds, seconds=20, seed=17, execute=build_and_run_sanitized, execute_share=0.4,
                           variants=variants)

@@ -14,6 +14,7 @@ folded into the bias, so only weights with zero point 0 qualify (TFLite's int8 f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,6 +202,41 @@ def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, ent
         cost = (cost[0], target.sparse_pairs_cost)
     dense, sparse = cost_features(out_c, depth, input_rows, entries)
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
+
+
+def expected_table_words(out_c: int, depth: int, density: float) -> float:
+    """The pair table words (table_counts' sum) of an [out_c, depth] filter whose nonzeros fall at random with this
+    density: per block the expectation of the longer half's count (two binomials of 8), per list 1.5 words of
+    padding to a BLOCK on average."""
+    k = np.arange(TABLE_BLOCK // 2 + 1)
+    half = np.array([math.comb(TABLE_BLOCK // 2, int(n)) * density ** n * (1 - density) ** (TABLE_BLOCK // 2 - n)
+                     for n in k])
+    at_most = np.cumsum(half)
+    longer = float(np.sum(k * (at_most ** 2 - np.concatenate([[0.0], at_most[:-1]]) ** 2)))  # E[max of the two]
+    tables = max(-(-depth // TABLE_INPUTS), 1)
+    return out_c * (-(-depth // TABLE_BLOCK) * longer + 1.5 * tables)
+
+
+def break_even_table_density(target: Target, out_c: int, depth: int) -> float | None:
+    """The density below which the target's pair table model (Target.sparse_table_cost) predicts a one-row
+    [out_c, depth] filter with random nonzeros faster than the dense kernel; None without the models, 0 where the
+    table never wins."""
+    dense, table = target.sparse_cost(False), target.sparse_table_cost
+    if dense is None or table is None:
+        return None
+    limit = float(np.dot(dense[0], cost_features(out_c, depth, 1, 0)[0]))
+
+    def predicted(density: float) -> float:
+        return float(np.dot(table, table_features(out_c, depth, 0))) + table[0] * expected_table_words(out_c, depth,
+                                                                                                        density)
+
+    if predicted(0.0) >= limit:
+        return 0.0
+    low, high = 0.0, 1.0
+    for _ in range(40):  # (the prediction grows with the density)
+        middle = (low + high) / 2
+        low, high = (middle, high) if predicted(middle) < limit else (low, middle)
+    return low
 
 
 def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, pairs: bool = False
