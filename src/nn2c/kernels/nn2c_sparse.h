@@ -53,7 +53,8 @@ typedef struct {
      * the 64 words x[A p] + 2^16 x[B q] (int16 halves) at word 64 block + 32 (q / 4) + 4 p + q % 4. A channel's
      * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: its
      * word index in the table (table_index) and its two weights as int16 halves (table_weights), so one SMLAD
-     * adds two products. counts: words per (table, channel), table after table, each a multiple of 4. The output
+     * adds two products. counts: words per (table, channel), table after table, each a multiple of 4 and at
+     * least 4. The output
      * stage is records' or the arrays' as above (a per-channel filter's three-word records). */
     int32_t table;
     const uint16_t *table_index;

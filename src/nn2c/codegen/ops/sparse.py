@@ -341,9 +341,10 @@ def _table_blocks(rows: np.ndarray) -> np.ndarray:
 
 def table_counts(rows: np.ndarray) -> np.ndarray:
     """The words of each (table, channel) list of these [out_c, depth] rows in the pair table layout, [tables,
-    out_c]: per block the longer half's nonzeros, a list padded to whole BLOCKs."""
+    out_c]: per block the longer half's nonzeros, a list padded to whole BLOCKs, at least one."""
     nonzeros = np.count_nonzero(_table_blocks(rows), axis=-1).max(axis=-1).sum(axis=-1)  # [out_c, tables]
-    return (-(-nonzeros // BLOCK) * BLOCK).T.astype(np.int64)
+    # (an empty list takes one block of zero words: the kernel's loop does not test for none)
+    return np.maximum(-(-nonzeros // BLOCK) * BLOCK, BLOCK).T.astype(np.int64)
 
 
 def table_layout(rows: np.ndarray) -> TableLayout | None:
