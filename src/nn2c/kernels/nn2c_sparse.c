@@ -523,16 +523,9 @@ static void nn2c_sparse_build_table(const int8_t *x, int32_t n, int32_t *tab) {
 }
 
 #if defined(NN2C_SPARSE_RECORDS)
-/* Four words of a pair table's list (nn2c_sparse_table_dot): their table indices, their two weight pairs'
- * LDRDs, one SMLAD each: 14 instructions for up to 8 products. */
-#define NN2C_SPARSE_TABLE_STEP4 \
-    "ldrh   %[i0], [%[pi]], #2\n\t" \
-    "ldrh   %[i1], [%[pi]], #2\n\t" \
-    "ldr    %[i0], [%[tab], %[i0], lsl #2]\n\t" \
-    "ldr    %[i1], [%[tab], %[i1], lsl #2]\n\t" \
-    "ldrd   %[w0], %[w1], [%[pw]], #8\n\t" \
-    "smlad  %[acc], %[i0], %[w0], %[acc]\n\t" \
-    "smlad  %[acc], %[i1], %[w1], %[acc]\n\t" \
+/* Two words of a pair table's list (nn2c_sparse_table_dot): their table indices, the table words there, their
+ * weight pairs in one LDRD, one SMLAD each; four words (STEP4): 14 instructions for up to 8 products. */
+#define NN2C_SPARSE_TABLE_STEP2 \
     "ldrh   %[i0], [%[pi]], #2\n\t" \
     "ldrh   %[i1], [%[pi]], #2\n\t" \
     "ldr    %[i0], [%[tab], %[i0], lsl #2]\n\t" \
@@ -540,6 +533,7 @@ static void nn2c_sparse_build_table(const int8_t *x, int32_t n, int32_t *tab) {
     "ldrd   %[w0], %[w1], [%[pw]], #8\n\t" \
     "smlad  %[acc], %[i0], %[w0], %[acc]\n\t" \
     "smlad  %[acc], %[i1], %[w1], %[acc]\n\t"
+#define NN2C_SPARSE_TABLE_STEP4 NN2C_SPARSE_TABLE_STEP2 NN2C_SPARSE_TABLE_STEP2
 #endif
 
 /* acc plus the n words (a multiple of 4) at *index / *weights over the table tab; the pointers move past them. */
