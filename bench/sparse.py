@@ -222,7 +222,8 @@ def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
     dense_mode, sparse_mode = ("speed-off", "speed-always") if kind == "pairs" else ("off", "always")
     samples = [x for r in runs if r.core == core for x in r.layers
                if (x.kind == "block" if kind == "pairs" else x.kind == kind) and x.sparse_in.get(sparse_mode)
-               and x.pairs.get(sparse_mode, False) == (kind == "pairs") and dense_mode in x.instructions]
+               and x.pairs.get(sparse_mode, False) == (kind == "pairs") and not x.table.get(sparse_mode, False)
+               and dense_mode in x.instructions]
     if len(samples) < 2 * len(SPARSE_COST_FEATURES):
         return None
     features = [cost_features(x.outputs // x.rows, x.depth, x.rows, x.entries // x.rows) for x in samples]
@@ -281,7 +282,7 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
                   "instructions an entry for", "four rows against 10), with 8 bytes of scratch per input; a balanced "
                   "build keeps them only where the arena", "does not grow. A one-row layer (FULLY_CONNECTED of batch < 4) "
                   "runs over pair tables (nn2c_sparse_row1_table:", "the products of two nonzeros in one SMLAD from a "
-                  "table of input pairs built at run time, up to 2 KB of", "scratch), at speed only. Sparse-able layers "
+                  "table of input pairs built at run time, up to 2 KB of", "scratch; balanced: by the same rule). Sparse-able layers "
                   "= the layers `--sparse always` runs sparse, against the same", "layers dense; arena = the planned tensor "
                   "arena (bytes) of the dense build at speed, the sparse one at speed,", "and the sparse one balanced.", "",
                   "| model | pruning | core | layers in row pairs / pair tables | sparse-able layers dense (speed) | sparse (speed) "

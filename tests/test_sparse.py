@@ -534,10 +534,12 @@ def table_filter(layout) -> np.ndarray:
 
 
 def test_row_pairs_only_where_the_arena_allows(tmp_path, monkeypatch):
-    """A balanced build keeps the sparse row pairs only where their scratch (8 bytes an input) leaves the arena
-    as it is without them; --optimize speed keeps them anyway. kws_ref_model pruned 1:8 (its 1x1 convolutions
-    at the arena's peak): none at balanced, the four at speed in a larger arena; vww_96_int8 pruned 1:8: its
-    1x1 convolutions in row pairs at balanced in the same arena, bit-exact with TFLM in QEMU."""
+    """A balanced build keeps the sparse row pairs and pair tables only where their scratch (8 bytes an input; up
+    to 2 KB) leaves the arena as it is without them; --optimize speed keeps them anyway. kws_ref_model pruned 1:8
+    (its 1x1 convolutions at the arena's peak): none at balanced, the four at speed in a larger arena; ad01_int8
+    pruned 1:8: no pair table at balanced (its arena is 768 B); vww_96_int8 pruned 1:8: its 1x1 convolutions in
+    row pairs and its FULLY_CONNECTED over a pair table at balanced in the same arena, bit-exact with TFLM in
+    QEMU."""
     from nn2c.codegen.ops import sparse as sparse_ops
 
     compiled = {}
@@ -558,6 +560,10 @@ def test_row_pairs_only_where_the_arena_allows(tmp_path, monkeypatch):
     vww = model_path("mlcommons_tiny/vww_96_int8.tflite")
     vww_pairs, vww_arena = build(vww, "balanced")
     assert vww_pairs > 0 and vww_arena == build(vww, "balanced", pairs=False)[1]
+    vww_build = compiled[(vww, "balanced", True)]
+    assert vww_build.files[f"{vww_build.name}.c"].count(".table = 1") == 1
+    ad01 = compile_model(pruned(AD01, "1:8", tmp_path), CompileOptions(target="cortex-m4", sparse="always"))
+    assert ad01.files[f"{ad01.name}.c"].count(".table = 1") == 0 and ad01.code.plan.arena_bytes == 768
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model

@@ -155,23 +155,23 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte.
 
-    Sparse layers summed in row pairs take more scratch (EmitContext.row_pairs): where some did, the stages
-    run again without them, and the row pairs stay only if the arena is no larger, or at --optimize speed
-    (kws_ref_model pruned 1:8 on the Cortex-M4: 336 bytes more at the default schedule, which a balanced build
-    does not spend)."""
-    staged = _plan_stages(graph, name, options, step, row_pairs=True)
-    if not staged[0].ctx.took_row_pairs or options.npu is not None or options.optimize == "speed":
+    Sparse layers summed in row pairs or run over pair tables take more scratch (EmitContext.extra_scratch):
+    where some did, the stages run again without them, and they stay only if the arena is no larger, or at
+    --optimize speed (kws_ref_model pruned 1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default
+    schedule, ad01_int8 2,560 more for its pair tables, which a balanced build does not spend)."""
+    staged = _plan_stages(graph, name, options, step, extra_scratch=True)
+    if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged
-    step("planning again without the sparse row pairs (their scratch may raise the arena)")
-    without = _plan_stages(graph, name, options, step, row_pairs=False)
+    step("planning again without the sparse row pairs and pair tables (their scratch may raise the arena)")
+    without = _plan_stages(graph, name, options, step, extra_scratch=False)
     return without if without[3].arena_bytes < staged[3].arena_bytes else staged
 
 
-def _plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None], row_pairs: bool
+def _plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None], extra_scratch: bool
                  ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
     target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")
-    lowered = lower(graph, name, target, options.debug, options.sparse, options.optimize, row_pairs)
+    lowered = lower(graph, name, target, options.debug, options.sparse, options.optimize, extra_scratch)
     if options.npu is not None:  # compile_model only (nn2c.profile refuses --npu)
         from nn2c.npu.stage import partition_stage
 

@@ -85,8 +85,8 @@ class Target:
 
 # (dense, sparse) instruction models of the sparse kernels' choice, fitted by bench/sparse.py (QEMU counts on
 # ad01_int8, kws_ref_model and vww_96_int8 pruned by magnitude 50/75/90% and 1:8; docs/BENCHMARKS.md "Sparse")
-_DSP_SPARSE_ROW = ((1.194, 12.81, 2.099, 77.69, 77.69), (4.086, 16.55, -0.005119, 44.78, 44.78))
-_DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.46, -0.5205, 55.81, 165.0))
+_DSP_SPARSE_ROW = ((1.205, 12.53, 1.205, 95.41, 95.41), (4.085, 16.54, 0.1196, 41.76, 41.76))
+_DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.5037, 55.67, 165.2))
 # the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
 # the one-row pair tables (--optimize speed): per input row, coefficients of TABLE_COST_FEATURES (per stored word,

@@ -70,14 +70,15 @@ class NodeCode:
 
 class EmitContext:
     def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto",
-                 optimize: str = "balanced", row_pairs: bool = True) -> None:
+                 optimize: str = "balanced", extra_scratch: bool = True) -> None:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
         self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
-        # sparse layers may sum four rows in row pairs (codegen/ops/sparse.py), more scratch for fewer
-        # instructions; whether one did (compile.plan_stages keeps them only where the arena does not grow)
-        self.row_pairs = row_pairs
-        self.took_row_pairs = False
+        # sparse layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in
+        # row pairs, one-row layers over pair tables); whether one did (compile.plan_stages keeps them only where
+        # the arena does not grow, or at --optimize speed)
+        self.extra_scratch = extra_scratch
+        self.took_extra_scratch = False
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)

@@ -52,12 +52,12 @@ def check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
 
 
 def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False,
-          sparse: str = "auto", optimize: str = "balanced", row_pairs: bool = True) -> LoweredModel:
-    """Lower every node of `graph` for `target`; `name` prefixes every C identifier (row_pairs:
-    EmitContext.row_pairs)."""
+          sparse: str = "auto", optimize: str = "balanced", extra_scratch: bool = True) -> LoweredModel:
+    """Lower every node of `graph` for `target`; `name` prefixes every C identifier (extra_scratch:
+    EmitContext.extra_scratch)."""
     lowerings = load_all()
     check_supported(graph, lowerings)
-    ctx = EmitContext(name, target, debug, sparse, optimize, row_pairs)
+    ctx = EmitContext(name, target, debug, sparse, optimize, extra_scratch)
     for value in graph.inputs + graph.outputs:
         ctx.value_id(value)
         if value.is_constant:

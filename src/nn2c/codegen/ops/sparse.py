@@ -384,13 +384,16 @@ def table_features(out_c: int, depth: int, words: int) -> list[int]:
 
 
 def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayout | None:
-    """The pair table layout for a one-row layer (input_rows < 4) of an --optimize speed build on the Arm DSP
-    whose filter the sparse kernels take at all: with --sparse always; with --sparse auto where the target's fitted
-    model of it (Target.sparse_table_cost) predicts at most SAFETY times the dense kernel's instructions. Speed
-    only: its table (up to 2 KB of scratch) raises the arena of most models that have such layers."""
+    """The pair table layout for a one-row layer (input_rows < 4) on the Arm DSP whose filter the sparse kernels
+    take at all. At --optimize speed: with --sparse always; with --sparse auto where the target's fitted model of it
+    (Target.sparse_table_cost) predicts at most SAFETY times the dense kernel's instructions. At balanced, where
+    more scratch is allowed (EmitContext.extra_scratch: compile.plan_stages keeps the tables only where the arena
+    does not grow): with always; with auto where the one-row model takes the layer sparse (the kernel it runs if
+    the tables are dropped, so the layer is never slower than dense either way) and the tables are predicted faster
+    than it. Never at size (6 bytes a word)."""
     target = ctx.target
-    if not (ctx.optimize == "speed" and target.simd == "dsp" and input_rows < 4 and ctx.sparse != "off"
-            and rows.size):
+    if not (target.simd == "dsp" and input_rows < 4 and ctx.sparse != "off" and rows.size
+            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.extra_scratch))):
         return None
     if ctx.sparse == "always":
         return table_layout(rows)
@@ -398,12 +401,17 @@ def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayo
     if dense is None or target.sparse_table_cost is None:
         return None
     out_c, depth = rows.shape
-    predicted_dense = float(np.dot(dense[0], cost_features(out_c, depth, input_rows, 0)[0]))
     words = int(table_counts(rows).sum())
     predicted = float(np.dot(target.sparse_table_cost, table_features(out_c, depth, words))) * input_rows
-    if predicted_dense <= 0 or predicted > SAFETY * predicted_dense:
-        return None
-    return table_layout(rows)
+    if ctx.optimize == "speed":
+        limit = SAFETY * float(np.dot(dense[0], cost_features(out_c, depth, input_rows, 0)[0]))
+    else:
+        costs = predicted_costs(target, out_c, depth, input_rows, stored_entries(rows))
+        margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
+        if costs is None or costs[0] <= 0 or costs[1] > margin * costs[0]:
+            return None  # (dense by the one-row model's rule: sparse_plan's)
+        limit = costs[1]
+    return table_layout(rows) if predicted <= limit else None
 
 
 def takes_pairs(rows: np.ndarray) -> bool:
@@ -415,10 +423,10 @@ def takes_pairs(rows: np.ndarray) -> bool:
 def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
                   output_offset: int, act_min: int, act_max: int) -> bool:
     """Whether a layer run four rows at a time, its filter [out_c, depth] int8 rows in the unpacked layout,
-    sums them in row pairs (nn2c_sparse_row4_pairs): the Arm DSP, row pairs allowed (EmitContext.row_pairs),
+    sums them in row pairs (nn2c_sparse_row4_pairs): the Arm DSP, more scratch allowed (EmitContext.extra_scratch),
     a per-channel filter (more than one multiplier) over at most SEGMENT inputs, takes_pairs, and an output
     stage that fits pair records (doubled_records_fit)."""
-    if not (ctx.row_pairs and ctx.target.simd == "dsp" and rows.shape[1] <= SEGMENT and takes_pairs(rows)):
+    if not (ctx.extra_scratch and ctx.target.simd == "dsp" and rows.shape[1] <= SEGMENT and takes_pairs(rows)):
         return False
     multipliers = [quantize_multiplier(m) for m in real]
     if len(set(multipliers)) == 1:
@@ -472,7 +480,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
     row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
     if row_pairs:  # (nn2c_sparse_row4_pairs)
-        ctx.took_row_pairs = True
+        ctx.took_extra_scratch = True
         ctx.variant(PAIRS_VARIANT)
         fields["records"] = ctx.const_array(pair_records(folded, multipliers, shifts, output_offset), "int32_t",
                                             "sparse output stage per channel (row pairs): 2 bias - 2^23, "
@@ -499,6 +507,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
     scratch = 8 * depth + 4 * out_c if row_pairs else 0
     if isinstance(layout, TableLayout):
+        ctx.took_extra_scratch = True
         scratch = layout.scratch_bytes
     return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}", scratch
 
