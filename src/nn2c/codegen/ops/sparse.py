@@ -347,11 +347,11 @@ def table_counts(rows: np.ndarray) -> np.ndarray:
     return np.maximum(-(-nonzeros // BLOCK) * BLOCK, BLOCK).T.astype(np.int64)
 
 
-def table_layout(rows: np.ndarray) -> TableLayout | None:
+def table_layout(rows: np.ndarray) -> TableLayout:
     """[out_c, depth] int8 -> its pair table layout: in each block of 16 inputs a channel's nonzeros of half A
     (inputs 0-7) paired in order with B's (8-15), a missing partner a zero weight at position 0; each word's
-    index 64 block + 32 (q / 4) + 4 p + q % 4 (nn2c_sparse_build_table's order). None when a list would hold
-    more words than a uint16 counts (it cannot: at most 256 words a table)."""
+    index 64 block + 32 (q / 4) + 4 p + q % 4 (nn2c_sparse_build_table's order). A list holds at most 64 words
+    (8 blocks of 8), which its uint16 count holds."""
     out_c, depth = rows.shape
     blocks = _table_blocks(rows)
     counts = table_counts(rows)
