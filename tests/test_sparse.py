@@ -225,7 +225,8 @@ def test_auto_at_speed_takes_pair_tables_with_their_model(tmp_path):
             for node in result.graph.nodes:
                 rows = np.asarray(node.inputs[1].data, dtype=np.int8).reshape(node.inputs[1].type.shape[0], -1)
                 dense = float(np.dot(target.sparse_row_cost[0], cost_features(*rows.shape, 1, 0)[0]))
-                sparse = float(np.dot(target.sparse_table_cost, table_features(*rows.shape, int(table_counts(rows).sum()))))
+                words = int(table_counts(rows).sum())
+                sparse = float(np.dot(target.sparse_table_cost, table_features(*rows.shape, words)))
                 expected += sparse <= SAFETY * dense
         assert result.files[f"{result.name}.c"].count(".table = 1") == expected, optimize
     assert expected >= 8

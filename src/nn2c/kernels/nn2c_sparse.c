@@ -618,9 +618,10 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
 
 #if defined(NN2C_SPARSE_RECORDS)
 /* The channel loop of one pair table in assembly (13 registers, as NN2C_SPARSE_DSP_CHANNELS): per channel its
- * count (at least 4: the codegen pads an empty list, rare, rather than test every list for one), START (acc: its bias from its record, or its sum carried from the tables before), its words
- * (NN2C_SPARSE_TABLE_STEP4, eight an iteration, entered in its middle when the count of fours is odd), FINISH
- * (the output stage and store, or the sum carried on), which leaves the end of its output in w1. */
+ * count (at least 4: the codegen pads an empty list, rare, rather than test every list for one), START (acc: its
+ * bias from its record, or its sum carried from the tables before), its words (NN2C_SPARSE_TABLE_STEP4, eight an
+ * iteration, entered in its middle when the count of fours is odd), FINISH (the output stage and store, or the
+ * sum carried on), which leaves the end of its output in w1. */
 #define NN2C_SPARSE_TABLE_CHANNELS(START, FINISH) \
     "0:\n\t" \
     "ldrh   %[i0], [%[cnt]], #2\n\t" START \
