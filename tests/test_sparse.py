@@ -232,15 +232,18 @@ def test_auto_at_speed_takes_pair_tables_with_their_model(tmp_path):
     assert expected >= 8
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
-    from nn2c.targets.cortexm_bench import bench_model
+    import json
 
     counts = {}
-    for sparse in ("off", "auto"):
-        report = bench_model(path, target="cortex-m4", count=2, seed=4, workdir=tmp_path / sparse,
-                             options=CompileOptions(target="cortex-m4", optimize="speed", sparse=sparse))
-        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
-        assert all(c.max_abs_diff == 0 for c in report.comparisons)
-        counts[sparse] = report.instructions_per_inference
+    for sparse in ("off", "auto"):  # (as a user compares them: nn2c bench --sparse)
+        result = CliRunner().invoke(main, ["bench", str(path), "--optimize", "speed", "--sparse", sparse, "--inputs",
+                                           "2", "--seed", "4", "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.output)
+        assert report["passed"] and report["reference"] == "tflm", report["comparisons"]
+        assert all(c["max_abs_diff"] == 0 for c in report["comparisons"])
+        counts[sparse] = report["instructions_per_inference"]
+        assert any("nn2c_fc_s8_sparse" in layer["calls"] for layer in report["layers"]) == (sparse == "auto")
     assert counts["auto"] < 0.40 * counts["off"], counts
 
 

@@ -533,9 +533,12 @@ def verify(model, count, seed, json_path) -> None:
               help="Also write report.html / report.md into this folder, with the measured instructions per layer.")
 @click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
               help="As for nn2c compile: speed, balanced or size.")
+@click.option("--sparse", "sparse", type=click.Choice(["auto", "off", "always"]), default="auto", show_default=True,
+              help="As for nn2c compile: the sparse kernels for pruned layers where predicted faster (auto), never "
+                   "(off: nn2c's dense kernels, to compare) or wherever a layer allows it (always).")
 @_output_options
 @_one_line_errors
-def bench(model, target, count, seed, top, as_json, report_dir, board, optimize="balanced") -> None:
+def bench(model, target, count, seed, top, as_json, report_dir, board, optimize="balanced", sparse="auto") -> None:
     """Cross-build MODEL for a Cortex-M core, run it in QEMU and count instructions and memory accesses.
 
     Checks the outputs against TFLM bit for bit and reports instructions, loads and stores per
@@ -549,13 +552,14 @@ def bench(model, target, count, seed, top, as_json, report_dir, board, optimize=
     from nn2c.errors import VerificationError
     from nn2c.targets.cortexm_bench import bench_model, format_report
 
-    options = None if optimize == "balanced" else CompileOptions(target=target, optimize=optimize)
+    options = (None if optimize == "balanced" and sparse == "auto"
+               else CompileOptions(target=target, optimize=optimize, sparse=sparse))
     large_memory: bool | None = False  # None: the larger QEMU memory map when the model needs it
     if board is not None:
         spec = get_board(board)
         if spec.bench_target is None:
             raise UsageError(f"--board {spec.name}: {spec.note}")
-        options = _board_options(CompileOptions(target=target, optimize=optimize), board)
+        options = _board_options(CompileOptions(target=target, optimize=optimize, sparse=sparse), board)
         target, large_memory = options.target, None
     progress = _progress()
     with progress.step(f"cross-building for {target} and running {count} input(s) in QEMU"):
