@@ -572,14 +572,17 @@ NN2C_INLINE int32_t nn2c_sparse_table_dot(const int32_t *tab, const uint16_t **i
 /* Channel c's sum before its pair tables (the bias, input offset folded in) and its output stage: from its
  * record (or the filter's one multiplier and scale) in the assembly builds, else as nn2c_sparse_bias /
  * nn2c_sparse_requant. */
-NN2C_INLINE int32_t nn2c_sparse_table_bias(const nn2c_sparse_walk_t *w, int32_t c, int per_channel) {
+NN2C_INLINE int32_t nn2c_sparse_table_bias(const nn2c_sparse_walk_t *w, int32_t c, int per_channel, int doubled) {
+    if (doubled) return w->records[NN2C_SPARSE_TABLE_RECORD * c];
 #if defined(NN2C_SPARSE_RECORDS)
     if (w->records != NULL) return w->records[per_channel ? NN2C_SPARSE_RECORD * c : c];
 #endif
     return nn2c_sparse_bias(w, c, per_channel);
 }
 
-NN2C_INLINE int8_t nn2c_sparse_table_out(const nn2c_sparse_walk_t *w, int32_t c, int32_t acc, int per_channel) {
+NN2C_INLINE int8_t nn2c_sparse_table_out(const nn2c_sparse_walk_t *w, int32_t c, int32_t acc, int per_channel,
+                                         int doubled) {
+    if (doubled) return (int8_t)nn2c_record_requant_doubled(acc, w->records + NN2C_SPARSE_TABLE_RECORD * c + 1);
 #if defined(NN2C_SPARSE_RECORDS)
     if (w->records != NULL) {
         const int32_t *r = w->records + NN2C_SPARSE_RECORD * c;
@@ -599,16 +602,16 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
     const uint16_t *pi = m->table_index;
     const int32_t *pw = m->table_weights;
     int32_t *const tab = scratch, *const carry = scratch + NN2C_SPARSE_TABLE_WORDS;
-    const int per_channel = m->per_channel;
+    const int per_channel = m->per_channel, doubled = m->table == 2;
     for (int32_t t = 0; t < w.segments; ++t) {
         const int32_t first = t * NN2C_SPARSE_TABLE_INPUTS;
         nn2c_sparse_build_table(x + first, NN2C_MIN(NN2C_SPARSE_TABLE_INPUTS, m->depth - first), tab);
         const int last = t + 1 == w.segments;
         for (int32_t c = 0; c < w.out_c; ++c) {
-            int32_t acc = t == 0 ? nn2c_sparse_table_bias(&w, c, per_channel) : carry[c];
+            int32_t acc = t == 0 ? nn2c_sparse_table_bias(&w, c, per_channel, doubled) : carry[c];
             acc = nn2c_sparse_table_dot(tab, &pi, &pw, *w.count++, acc);
             if (last) {
-                out[c] = nn2c_sparse_table_out(&w, c, acc, per_channel);
+                out[c] = nn2c_sparse_table_out(&w, c, acc, per_channel, doubled);
             } else {
                 carry[c] = acc;
             }
@@ -662,6 +665,17 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
     "add    %[i1], %[i1], %[w0]\n\t" \
     "ssat   %[i1], #8, %[i1]\n\t" \
     "strb   %[i1], [%[out]], #1\n\t"
+/* the output stage of the channel's doubled record (m, c, r at rec, r's load stepping by STEP past it), as
+ * nn2c_requant_doubled, with stage[1] the end of out: 8 instructions where NN2C_SPARSE_TABLE_OUT takes 11 */
+#define NN2C_SPARSE_TABLE_OUT_DOUBLED(STEP) \
+    "ldrd   %[w0], %[w1], [%[rec]], #8\n\t" \
+    "ldr    %[i1], [%[rec]], " STEP "\n\t" \
+    "add    %[i0], %[w1], %[acc], asr #31\n\t" \
+    "smmlar %[i0], %[acc], %[w0], %[i0]\n\t" \
+    "asr    %[i0], %[i0], %[i1]\n\t" \
+    "ssat   %[i0], #8, %[i0]\n\t" \
+    "strb   %[i0], [%[out]], #1\n\t" \
+    "ldr    %[w1], [%[stage], #4]\n\t"
 #define NN2C_SPARSE_TABLE_RUN(STAGE, START, FINISH, OUT, REC) \
     do { \
         const int32_t *const st_ = (STAGE); \
@@ -691,21 +705,32 @@ __attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s
         int32_t stages[3] = {m->output_offset, (int32_t)(intptr_t)(out + m->out_c), (int32_t)(intptr_t)carry};
         int32_t *const stage = stages;
         const int32_t tables = m->segments;
+        const int doubled = m->table == 2;
         for (int32_t t = 0; t < tables; ++t) {
             const int32_t first = t * NN2C_SPARSE_TABLE_INPUTS;
             nn2c_sparse_build_table(x + first, NN2C_MIN(NN2C_SPARSE_TABLE_INPUTS, m->depth - first), tab);
             if (t + 1 < tables) {
                 const int32_t carried[2] = {0, (int32_t)(intptr_t)(carry + m->out_c)};
-                if (t == 0) {
+                if (t > 0) {
+                    NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_CARRIED, NN2C_SPARSE_TABLE_CARRY(""), carry,
+                                          m->records);
+                } else if (doubled) {
+                    NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_BIAS,
+                                          NN2C_SPARSE_TABLE_CARRY("add    %[rec], %[rec], #12\n\t"), carry,
+                                          m->records);
+                } else {
                     NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_BIAS,
                                           NN2C_SPARSE_TABLE_CARRY("add    %[rec], %[rec], #8\n\t"), carry,
                                           m->records);
-                } else {
-                    NN2C_SPARSE_TABLE_RUN(carried, NN2C_SPARSE_TABLE_CARRIED, NN2C_SPARSE_TABLE_CARRY(""), carry,
-                                          m->records);
                 }
+            } else if (t == 0 && doubled) {
+                NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_BIAS, NN2C_SPARSE_TABLE_OUT_DOUBLED("#4"), out,
+                                      m->records);
             } else if (t == 0) {
                 NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_BIAS, NN2C_SPARSE_TABLE_OUT("#8"), out, m->records);
+            } else if (doubled) {
+                NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_CARRIED_AT, NN2C_SPARSE_TABLE_OUT_DOUBLED("#8"), out,
+                                      m->records + 1);
             } else {
                 NN2C_SPARSE_TABLE_RUN(stage, NN2C_SPARSE_TABLE_CARRIED_AT, NN2C_SPARSE_TABLE_OUT("#12"), out,
                                       m->records + 1);

@@ -17,6 +17,7 @@
 #define NN2C_SPARSE_RECORD 3    /* int32 words of a per-channel filter's channel record (records below) */
 #define NN2C_SPARSE_TABLE_INPUTS 128 /* inputs per pair table (nn2c_sparse_s8_t.table): 8 blocks of 16 */
 #define NN2C_SPARSE_TABLE_WORDS 512  /* int32 words of a pair table: 64 a block of 16 inputs */
+#define NN2C_SPARSE_TABLE_RECORD 4   /* int32 words of a doubled record (nn2c_sparse_s8_t.table 2) */
 
 typedef struct {
     int32_t out_c, depth;
@@ -54,8 +55,10 @@ typedef struct {
      * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: its
      * word index in the table (table_index) and its two weights as int16 halves (table_weights), so one SMLAD
      * adds two products. counts: words per (table, channel), table after table, each a multiple of 4 and at
-     * least 4. The output
-     * stage is records' or the arrays' as above (a per-channel filter's three-word records). */
+     * least 4. table 1: the output stage is records' or the arrays' as above (a per-channel filter's three-word
+     * records); table 2: the weights are doubled, so the sums are, and each channel's record is
+     * NN2C_SPARSE_TABLE_RECORD words: 2 bias, multiplier, 2^(r - 1) + output_offset 2^r, r (nn2c_requant_doubled;
+     * int8's whole output range). */
     int32_t table;
     const uint16_t *table_index;
     const int32_t *table_weights;

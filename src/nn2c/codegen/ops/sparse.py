@@ -29,6 +29,7 @@ SEGMENT = 256  # NN2C_SPARSE_SEGMENT: inputs per segment, so a position fits one
 BLOCK = 4  # entries per segment list come in whole blocks of this many (zero-weight padding)
 PACKED_STEP_MAX = 15  # packed_layout: the largest step between two positions a 4-bit half holds
 RECORD_WORDS = 3  # NN2C_SPARSE_RECORD: int32 words of a per-channel filter's output-stage record
+TABLE_RECORD_WORDS = 4  # NN2C_SPARSE_TABLE_RECORD: a doubled record of a layer over pair tables (table_records)
 # the shifts the records' scale word holds: sh = -shift - 1 >= 1 (the rounding's high word 2^(sh - 1)),
 # 2^(sh - 1) << 8 within 32 bits; a real model's are about -5 to -12
 RECORD_SHIFTS = (-25, -2)
@@ -479,7 +480,15 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
     row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
-    if row_pairs:  # (nn2c_sparse_row4_pairs)
+    # pair tables whose output stage fits doubled records: the sums doubled by doubled weights (int16 halves: 2 x 127
+    # fits), nn2c_requant_doubled's 4 instructions an output where the records' take 7
+    doubled_table = (isinstance(layout, TableLayout) and per_channel and doubled_records_fit(
+        rows, bias_data, input_offset, shifts, output_offset, act_min, act_max))
+    if doubled_table:
+        fields["records"] = ctx.const_array(table_records(folded, multipliers, shifts, output_offset), "int32_t",
+                                            "sparse output stage per channel (pair tables): 2 bias, multiplier, "
+                                            "rounding with the output offset, shift")
+    elif row_pairs:  # (nn2c_sparse_row4_pairs)
         ctx.took_extra_scratch = True
         ctx.variant(PAIRS_VARIANT)
         fields["records"] = ctx.const_array(pair_records(folded, multipliers, shifts, output_offset), "int32_t",
@@ -499,10 +508,12 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
                       rounding=ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
     fields["pairs"] = int(row_pairs)
     if isinstance(layout, TableLayout):
-        fields.update(table=1, table_index=ctx.const_array(layout.index, "uint16_t", "sparse filter: each word's "
-                                                           "index in its pair table"),
-                      table_weights=ctx.const_array(layout.weights, "int32_t", "sparse filter: each word's two "
-                                                    "weights (int16 halves)"))
+        fields.update(table=2 if doubled_table else 1,
+                      table_index=ctx.const_array(layout.index, "uint16_t", "sparse filter: each word's index in its "
+                                                  "pair table"),
+                      table_weights=ctx.const_array(doubled_pairs(layout.weights) if doubled_table else layout.weights,
+                                                    "int32_t", "sparse filter: each word's two weights (int16 halves)"
+                                                    + (", doubled" if doubled_table else "")))
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
     # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
     scratch = 8 * depth + 4 * out_c if row_pairs else 0
@@ -523,6 +534,28 @@ def pair_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, 
     records[:, 0] = 2 * np.asarray(bias[:out_c], dtype=np.int64) - (1 << 23)
     records[:, 1] = multipliers
     records[:, 2] = np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
+    return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
+
+
+def doubled_pairs(weights: np.ndarray) -> np.ndarray:
+    """Pair table words (two int16 weights as the halves of an int32) with both weights doubled."""
+    w = weights.astype(np.int64)
+    low = ((w & 0xFFFF) ^ 0x8000) - 0x8000
+    high = w >> 16
+    return ((2 * low & 0xFFFF) | (2 * high & 0xFFFF) << 16).astype(np.uint32).view(np.int32)
+
+
+def table_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int) -> np.ndarray:
+    """Per output channel TABLE_RECORD_WORDS int32 words of a layer over pair tables with doubled weights
+    (nn2c_sparse_s8_t.table 2): the doubled bias, the multiplier, 2^(r - 1) + output_offset 2^r and r, r = -shift
+    (nn2c_requant_doubled; doubled_records_fit)."""
+    out_c = multipliers.size
+    r = -shifts.astype(np.int64)
+    records = np.zeros((out_c, TABLE_RECORD_WORDS), dtype=np.int64)
+    records[:, 0] = 2 * np.asarray(bias[:out_c], dtype=np.int64)
+    records[:, 1] = multipliers
+    records[:, 2] = np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
+    records[:, 3] = r
     return (records & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1)
 
 
