@@ -57,9 +57,9 @@ class Target:
     # a layer with them (--sparse auto decides with sparse_block_cost, the slower loop's, as the row pairs are
     # kept only where the arena allows: compile.plan_stages)
     sparse_pairs_cost: tuple[float, ...] | None = None
-    # the pair table layout of a one-row layer (nn2c_sparse_row1_table: Arm DSP, --optimize speed): instructions
-    # per input row as coefficients of TABLE_COST_FEATURES (codegen/ops/sparse.py), fitted as above; None: --sparse
-    # auto never takes it
+    # the pair table layout of a one-row layer (nn2c_sparse_row1_table: Arm DSP; --optimize speed, and balanced
+    # builds where the arena allows): instructions per input row as coefficients of TABLE_COST_FEATURES
+    # (codegen/ops/sparse.py), fitted as above; None: --sparse auto never takes it
     sparse_table_cost: tuple[float, ...] | None = None
 
     @property
@@ -89,8 +89,8 @@ _DSP_SPARSE_ROW = ((1.205, 12.53, 1.205, 95.41, 95.41), (4.085, 16.54, 0.1196, 4
 _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.5037, 55.67, 165.2))
 # the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
-# the one-row pair tables (--optimize speed): per input row, coefficients of TABLE_COST_FEATURES (per stored word,
-# per (table, channel) list, per table input built, one call)
+# the one-row pair tables (--optimize speed, and balanced where the arena allows): per input row, coefficients of
+# TABLE_COST_FEATURES (per stored word, per (table, channel) list, per table input built, one call)
 _DSP_SPARSE_TABLE = (3.721, 15.49, 7.809, 173.6)
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over

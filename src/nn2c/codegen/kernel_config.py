@@ -41,7 +41,8 @@ OPTIONAL_PATHS: dict[str, str] = {
                   "any depth), windows of at most 256 pixels",
     "SPARSE_ROWS4": "sparse kernels over four input rows at a time (1x1 convolutions, a FULLY_CONNECTED of 4 "
                     "batches or more)",
-    "SPARSE_TABLE": "sparse FULLY_CONNECTED of one input row in the pair table layout (--optimize speed, Arm DSP)",
+    "SPARSE_TABLE": "sparse FULLY_CONNECTED of one input row in the pair table layout (Arm DSP: --optimize speed, "
+                    "or balanced where the arena allows)",
     "SVDF_INPUT_OFFSET": "SVDF feature sums taking the input's zero point at run time (--optimize size: no folded "
                          "constant per filter)",
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "

@@ -48,10 +48,11 @@ typedef struct {
      * the multiplier and 2^(r - 1) + output_offset 2^r, r = -shift in [1, 24] (one more than that word's
      * trailing zeros); only the four-row loop reads them there (a last 1-3 rows run as a block of four) */
     int32_t pairs;
-    /* Arm DSP, one input row (FULLY_CONNECTED of batch < 4) at --optimize speed: 1 where the filter is in the pair
-     * table layout (nn2c_sparse_row1_table). The row's inputs are cut into tables of up to 128 (segments: how
-     * many), each into blocks of 16, halves A (inputs 0-7) and B (8-15); the kernel writes into scratch, per block,
-     * the 64 words x[A p] + 2^16 x[B q] (int16 halves) at word 64 block + 32 (q / 4) + 4 p + q % 4. A channel's
+    /* Arm DSP, one input row (FULLY_CONNECTED of batch < 4; --optimize speed, or balanced where the arena allows):
+     * 1 or 2 where the filter is in the pair table layout (nn2c_sparse_row1_table). The row's inputs are cut into
+     * tables of up to 128 (segments: how many), each into blocks of 16, halves A (inputs 0-7) and B (8-15); the
+     * kernel writes into scratch, per block, the 64 words x[A p] + 2^16 x[B q] (int16 halves) at word 64 block +
+     * 32 (q / 4) + 4 p + q % 4. A channel's
      * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: its
      * word index in the table (table_index) and its two weights as int16 halves (table_weights), so one SMLAD
      * adds two products. counts: words per (table, channel), table after table, each a multiple of 4 and at

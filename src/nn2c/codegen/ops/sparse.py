@@ -205,6 +205,30 @@ def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, ent
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
 
+def table_count(depth: int) -> int:
+    """Pair tables a one-row layer over `depth` inputs builds (TABLE_INPUTS each, at least one)."""
+    return max(-(-depth // TABLE_INPUTS), 1)
+
+
+def table_features(out_c: int, depth: int, words: float) -> list[float]:
+    """TABLE_COST_FEATURES of a one-row [out_c, depth] filter stored as `words` pair table words."""
+    return [words, table_count(depth) * out_c, -(-depth // TABLE_BLOCK) * TABLE_BLOCK, 1]
+
+
+def predicted_table_cost(target: Target, out_c: int, depth: int, words: float) -> float | None:
+    """The instructions the target's pair table model (Target.sparse_table_cost) predicts for one input row of an
+    [out_c, depth] filter stored as `words` words; None without the model."""
+    if target.sparse_table_cost is None:
+        return None
+    return float(np.dot(target.sparse_table_cost, table_features(out_c, depth, words)))
+
+
+def auto_margin(depth: int) -> float:
+    """The fraction of the dense kernel's predicted instructions below which --sparse auto takes a sparse kernel
+    for a filter over `depth` inputs (SAFETY, SHALLOW_SAFETY)."""
+    return SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
+
+
 def expected_table_words(out_c: int, depth: int, density: float) -> float:
     """The pair table words (table_counts' sum) of an [out_c, depth] filter whose nonzeros fall at random with this
     density: per block the expectation of the longer half's count (two binomials of 8), per list 1.5 words of
@@ -214,22 +238,22 @@ def expected_table_words(out_c: int, depth: int, density: float) -> float:
                      for n in k])
     at_most = np.cumsum(half)
     longer = float(np.sum(k * (at_most ** 2 - np.concatenate([[0.0], at_most[:-1]]) ** 2)))  # E[max of the two]
-    tables = max(-(-depth // TABLE_INPUTS), 1)
-    return out_c * (-(-depth // TABLE_BLOCK) * longer + 1.5 * tables)
+    return out_c * (-(-depth // TABLE_BLOCK) * longer + 1.5 * table_count(depth))
 
 
 def break_even_table_density(target: Target, out_c: int, depth: int) -> float | None:
     """The density below which the target's pair table model (Target.sparse_table_cost) predicts a one-row
     [out_c, depth] filter with random nonzeros faster than the dense kernel; None without the models, 0 where the
     table never wins."""
-    dense, table = target.sparse_cost(False), target.sparse_table_cost
-    if dense is None or table is None:
+    dense = target.sparse_cost(False)
+    if dense is None or target.sparse_table_cost is None:
         return None
     limit = float(np.dot(dense[0], cost_features(out_c, depth, 1, 0)[0]))
 
     def predicted(density: float) -> float:
-        return float(np.dot(table, table_features(out_c, depth, 0))) + table[0] * expected_table_words(out_c, depth,
-                                                                                                        density)
+        cost = predicted_table_cost(target, out_c, depth, expected_table_words(out_c, depth, density))
+        assert cost is not None
+        return cost
 
     if predicted(0.0) >= limit:
         return 0.0
@@ -292,8 +316,7 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
     predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows),
                                 pairs=pairs and ctx.optimize == "speed")
-    margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
-    chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]
+    chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= auto_margin(depth) * predicted[0]
     layout = sparse_layout(rows) if chosen else None
     if layout is not None and ctx.optimize == "size" and layout.flash_bytes >= rows.size:
         return None  # (faster, but larger than the int8 rows the dense kernel reads at size)
@@ -314,15 +337,7 @@ class TableLayout:
 
     @property
     def tables(self) -> int:
-        return max(-(-self.depth // TABLE_INPUTS), 1)
-
-    @property
-    def words(self) -> int:
-        return int(self.counts.sum(dtype=np.int64))
-
-    @property
-    def flash_bytes(self) -> int:
-        return self.counts.nbytes + self.index.nbytes + self.weights.nbytes
+        return table_count(self.depth)
 
     @property
     def scratch_bytes(self) -> int:
@@ -334,7 +349,7 @@ class TableLayout:
 def _table_blocks(rows: np.ndarray) -> np.ndarray:
     """[out_c, depth] -> [out_c, tables, blocks a table, 2 halves, 8 inputs], zero-padded past depth."""
     out_c, depth = rows.shape
-    tables = max(-(-depth // TABLE_INPUTS), 1)
+    tables = table_count(depth)
     padded = np.zeros((out_c, tables * TABLE_INPUTS), dtype=np.int8)
     padded[:, :depth] = rows
     return padded.reshape(out_c, tables, TABLE_INPUTS // TABLE_BLOCK, 2, TABLE_BLOCK // 2)
@@ -378,12 +393,6 @@ def table_layout(rows: np.ndarray) -> TableLayout:
                        np.array(weights, dtype=np.uint32).view(np.int32))
 
 
-def table_features(out_c: int, depth: int, words: int) -> list[int]:
-    """TABLE_COST_FEATURES of a one-row [out_c, depth] filter stored as `words` pair table words."""
-    tables = max(-(-depth // TABLE_INPUTS), 1)
-    return [words, tables * out_c, -(-depth // TABLE_BLOCK) * TABLE_BLOCK, 1]
-
-
 def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayout | None:
     """The pair table layout for a one-row layer (input_rows < 4) on the Arm DSP whose filter the sparse kernels
     take at all. At --optimize speed: with --sparse always; with --sparse auto where the target's fitted model of it
@@ -399,20 +408,18 @@ def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayo
     if ctx.sparse == "always":
         return table_layout(rows)
     dense = target.sparse_cost(False)
-    if dense is None or target.sparse_table_cost is None:
-        return None
     out_c, depth = rows.shape
-    words = int(table_counts(rows).sum())
-    predicted = float(np.dot(target.sparse_table_cost, table_features(out_c, depth, words))) * input_rows
+    per_row = predicted_table_cost(target, out_c, depth, int(table_counts(rows).sum()))
+    if dense is None or per_row is None:
+        return None
     if ctx.optimize == "speed":
         limit = SAFETY * float(np.dot(dense[0], cost_features(out_c, depth, input_rows, 0)[0]))
     else:
         costs = predicted_costs(target, out_c, depth, input_rows, stored_entries(rows))
-        margin = SAFETY if depth >= SHALLOW_DEPTH else SHALLOW_SAFETY
-        if costs is None or costs[0] <= 0 or costs[1] > margin * costs[0]:
+        if costs is None or costs[0] <= 0 or costs[1] > auto_margin(depth) * costs[0]:
             return None  # (dense by the one-row model's rule: sparse_plan's)
         limit = costs[1]
-    return table_layout(rows) if predicted <= limit else None
+    return table_layout(rows) if per_row * input_rows <= limit else None
 
 
 def takes_pairs(rows: np.ndarray) -> bool:
@@ -583,10 +590,8 @@ def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs:
     rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
     input_rows = node.outputs[0].type.num_elements // max(rows.shape[0], 1)
     if table:
-        if target.sparse_table_cost is None:
-            return None
-        features = table_features(rows.shape[0], rows.shape[1], int(table_counts(rows).sum()))
-        return max(float(np.dot(target.sparse_table_cost, features)), 0.0) * input_rows
+        per_row = predicted_table_cost(target, *rows.shape, int(table_counts(rows).sum()))
+        return None if per_row is None else max(per_row, 0.0) * input_rows
     if pairs and target.sparse_pairs_cost is not None:
         features = cost_features(rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))[1]
         return max(float(np.dot(target.sparse_pairs_cost, features)), 0.0)
