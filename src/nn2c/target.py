@@ -91,7 +91,7 @@ _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.503
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
 # the one-row pair tables (--optimize speed, and balanced where the arena allows): per input row, coefficients of
 # TABLE_COST_FEATURES (per stored word, per (table, channel) list, per table input built, one call)
-_DSP_SPARSE_TABLE = (3.721, 15.49, 7.809, 173.6)
+_DSP_SPARSE_TABLE = (2.726, 15.44, 7.757, 170.7)
 # the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
 # every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
 # the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte

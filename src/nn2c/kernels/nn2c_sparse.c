@@ -523,49 +523,50 @@ static void nn2c_sparse_build_table(const int8_t *x, int32_t n, int32_t *tab) {
 }
 
 #if defined(NN2C_SPARSE_RECORDS)
-/* Two words of a pair table's list (nn2c_sparse_table_dot): their table indices, the table words there, their
- * weight pairs in one LDRD, one SMLAD each; four words (STEP4): 14 instructions for up to 8 products. */
+/* Two words of a pair table's list (nn2c_sparse_table_dot): one LDM of both words' table index and weight pair
+ * (into i0 w0 i1 w1: fixed registers r0-r3, as LDM's list must ascend), the table words there, one SMLAD each;
+ * four words (STEP4): 10 instructions for up to 8 products (14 with the indices as uint16 in an array of their
+ * own: their loads, QEMU). */
 #define NN2C_SPARSE_TABLE_STEP2 \
-    "ldrh   %[i0], [%[pi]], #2\n\t" \
-    "ldrh   %[i1], [%[pi]], #2\n\t" \
+    "ldm    %[pw]!, {%[i0], %[w0], %[i1], %[w1]}\n\t" \
     "ldr    %[i0], [%[tab], %[i0], lsl #2]\n\t" \
     "ldr    %[i1], [%[tab], %[i1], lsl #2]\n\t" \
-    "ldrd   %[w0], %[w1], [%[pw]], #8\n\t" \
     "smlad  %[acc], %[i0], %[w0], %[acc]\n\t" \
     "smlad  %[acc], %[i1], %[w1], %[acc]\n\t"
 #define NN2C_SPARSE_TABLE_STEP4 NN2C_SPARSE_TABLE_STEP2 NN2C_SPARSE_TABLE_STEP2
+/* The registers of NN2C_SPARSE_TABLE_STEP2's LDM, in ascending order. */
+#define NN2C_SPARSE_TABLE_LDM_REGISTERS \
+    register int32_t i0 __asm__("r0"), w0 __asm__("r1"), i1 __asm__("r2"), w1 __asm__("r3")
 #endif
 
-/* acc plus the n words (a multiple of 4) at *index / *weights over the table tab; the pointers move past them. */
-NN2C_INLINE int32_t nn2c_sparse_table_dot(const int32_t *tab, const uint16_t **index, const int32_t **weights,
-                                          int32_t n, int32_t acc) {
-    const uint16_t *pi = *index;
-    const int32_t *pw = *weights;
+/* acc plus the n words (a multiple of 4) at *words (per word its table index, then its weight pair) over the
+ * table tab; the pointer moves past them. */
+NN2C_INLINE int32_t nn2c_sparse_table_dot(const int32_t *tab, const int32_t **words, int32_t n, int32_t acc) {
+    const int32_t *pw = *words;
 #if defined(NN2C_SPARSE_RECORDS)
     if (n > 0) {
-        const int32_t *const end = pw + n;
-        int32_t i0, i1, w0, w1;
+        const int32_t *const end = pw + 2 * n;
+        NN2C_SPARSE_TABLE_LDM_REGISTERS;
         __asm__ volatile("tst    %[n], #4\n\t"
                          "bne    2f\n"
                          "1:\n\t" NN2C_SPARSE_TABLE_STEP4
                          "2:\n\t" NN2C_SPARSE_TABLE_STEP4
                          "cmp    %[pw], %[end]\n\t"
                          "bne    1b\n\t"
-                         : [acc] "+r"(acc), [pi] "+r"(pi), [pw] "+r"(pw), [i0] "=&r"(i0), [i1] "=&r"(i1),
-                           [w0] "=&r"(w0), [w1] "=&r"(w1)
+                         : [acc] "+r"(acc), [pw] "+r"(pw), [i0] "=&r"(i0), [i1] "=&r"(i1), [w0] "=&r"(w0),
+                           [w1] "=&r"(w1)
                          : [tab] "r"(tab), [end] "r"(end), [n] "r"(n)
                          : "cc", "memory");
     }
 #else
-    for (const int32_t *const end = pw + n; pw != end; ++pi, ++pw) {
-        const int32_t t = tab[*pi], w = *pw;
+    for (const int32_t *const end = pw + 2 * n; pw != end; pw += 2) {
+        const int32_t t = tab[pw[0]], w = pw[1];
         /* SMLAD: both int16 halves' products (wrapping like the instruction's int32 sum) */
         acc = (int32_t)((uint32_t)acc + (uint32_t)((int16_t)t * (int16_t)w) +
                         (uint32_t)((int32_t)(int16_t)(t >> 16) * (int32_t)(int16_t)(w >> 16)));
     }
 #endif
-    *index = pi;
-    *weights = pw;
+    *words = pw;
     return acc;
 }
 
@@ -599,8 +600,7 @@ NN2C_INLINE int8_t nn2c_sparse_table_out(const nn2c_sparse_walk_t *w, int32_t c,
  * table by table, its build, then every channel's words; sums carried between tables in scratch after it. */
 static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *x, int8_t *out, int32_t *scratch) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
-    const uint16_t *pi = m->table_index;
-    const int32_t *pw = m->table_weights;
+    const int32_t *pw = m->table_words;
     int32_t *const tab = scratch, *const carry = scratch + NN2C_SPARSE_TABLE_WORDS;
     const int per_channel = m->per_channel, doubled = m->table == 2;
     for (int32_t t = 0; t < w.segments; ++t) {
@@ -609,7 +609,7 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
         const int last = t + 1 == w.segments;
         for (int32_t c = 0; c < w.out_c; ++c) {
             int32_t acc = t == 0 ? nn2c_sparse_table_bias(&w, c, per_channel, doubled) : carry[c];
-            acc = nn2c_sparse_table_dot(tab, &pi, &pw, *w.count++, acc);
+            acc = nn2c_sparse_table_dot(tab, &pw, *w.count++, acc);
             if (last) {
                 out[c] = nn2c_sparse_table_out(&w, c, acc, per_channel, doubled);
             } else {
@@ -620,7 +620,7 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
 }
 
 #if defined(NN2C_SPARSE_RECORDS)
-/* The channel loop of one pair table in assembly (13 registers, as NN2C_SPARSE_DSP_CHANNELS): per channel its
+/* The channel loop of one pair table in assembly (12 registers, four of them fixed): per channel its
  * count (at least 4: the codegen pads an empty list, rare, rather than test every list for one), START (acc: its
  * bias from its record, or its sum carried from the tables before), its words (NN2C_SPARSE_TABLE_STEP4, eight an
  * iteration, entered in its middle when the count of fours is odd), FINISH (the output stage and store, or the
@@ -628,7 +628,7 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
 #define NN2C_SPARSE_TABLE_CHANNELS(START, FINISH) \
     "0:\n\t" \
     "ldrh   %[i0], [%[cnt]], #2\n\t" START \
-    "add    %[end], %[pw], %[i0], lsl #2\n\t" \
+    "add    %[end], %[pw], %[i0], lsl #3\n\t" \
     "tst    %[i0], #4\n\t" \
     "bne    2f\n" \
     "1:\n\t" NN2C_SPARSE_TABLE_STEP4 \
@@ -681,10 +681,11 @@ static void nn2c_sparse_row1_table_any(const nn2c_sparse_s8_t *m, const int8_t *
         const int32_t *const st_ = (STAGE); \
         int8_t *o = (int8_t *)(OUT); \
         const int32_t *rec = (REC); \
-        int32_t acc, i0, i1, w0, w1; \
+        int32_t acc; \
+        NN2C_SPARSE_TABLE_LDM_REGISTERS; \
         const int32_t *end; \
         __asm__ volatile(NN2C_SPARSE_TABLE_CHANNELS(START, FINISH) \
-                         : [cnt] "+r"(cnt), [pi] "+r"(pi), [pw] "+r"(pw), [out] "+r"(o), [rec] "+r"(rec), \
+                         : [cnt] "+r"(cnt), [pw] "+r"(pw), [out] "+r"(o), [rec] "+r"(rec), \
                            [acc] "=&r"(acc), [i0] "=&r"(i0), [i1] "=&r"(i1), [w0] "=&r"(w0), [w1] "=&r"(w1), \
                            [end] "=&r"(end) \
                          : [tab] "r"(tab), [stage] "r"(st_) \
@@ -699,8 +700,8 @@ __attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s
                                                              int32_t *scratch) {
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->records != NULL && m->per_channel && m->act_min == -128 && m->act_max == 127 && m->out_c > 0) {
-        const uint16_t *cnt = m->counts, *pi = m->table_index;
-        const int32_t *pw = m->table_weights;
+        const uint16_t *cnt = m->counts;
+        const int32_t *pw = m->table_words;
         int32_t *const tab = scratch, *const carry = scratch + NN2C_SPARSE_TABLE_WORDS;
         int32_t stages[3] = {m->output_offset, (int32_t)(intptr_t)(out + m->out_c), (int32_t)(intptr_t)carry};
         int32_t *const stage = stages;

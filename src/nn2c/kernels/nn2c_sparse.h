@@ -53,16 +53,15 @@ typedef struct {
      * tables of up to 128 (segments: how many), each into blocks of 16, halves A (inputs 0-7) and B (8-15); the
      * kernel writes into scratch, per block, the 64 words x[A p] + 2^16 x[B q] (int16 halves) at word 64 block +
      * 32 (q / 4) + 4 p + q % 4. A channel's
-     * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: its
-     * word index in the table (table_index) and its two weights as int16 halves (table_weights), so one SMLAD
-     * adds two products. counts: words per (table, channel), table after table, each a multiple of 4 and at
+     * nonzeros of a block are paired A with B (the shorter half padded with zero weights), one word each: in
+     * table_words, its word index in the table, then its two weights as int16 halves, so one LDM reads two words
+     * and one SMLAD adds two products. counts: words per (table, channel), table after table, each a multiple of 4 and at
      * least 4. table 1: the output stage is records' or the arrays' as above (a per-channel filter's three-word
      * records); table 2: the weights are doubled, so the sums are, and each channel's record is
      * NN2C_SPARSE_TABLE_RECORD words: 2 bias, multiplier, 2^(r - 1) + output_offset 2^r, r (nn2c_requant_doubled;
      * int8's whole output range). */
     int32_t table;
-    const uint16_t *table_index;
-    const int32_t *table_weights;
+    const int32_t *table_words;
     int32_t output_offset;
     int32_t act_min, act_max;
 } nn2c_sparse_s8_t;

@@ -326,8 +326,8 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: b
 @dataclass(frozen=True)
 class TableLayout:
     """A one-row filter in the pair table layout (nn2c_sparse_s8_t.table): per (table, channel), table after table,
-    a count of words (a multiple of BLOCK); per word its index in the table (uint16) and its two weights as the
-    int16 halves of an int32 (A's low, B's high)."""
+    a count of words (a multiple of BLOCK); per word its index in the table and its two weights as the int16 halves
+    of an int32 (A's low, B's high), stored interleaved (table_words: 8 bytes a word)."""
 
     out_c: int
     depth: int
@@ -400,7 +400,7 @@ def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayo
     more scratch is allowed (EmitContext.extra_scratch: compile.plan_stages keeps the tables only where the arena
     does not grow): with always; with auto where the one-row model takes the layer sparse (the kernel it runs if
     the tables are dropped, so the layer is never slower than dense either way) and the tables are predicted faster
-    than it. Never at size (6 bytes a word)."""
+    than it. Never at size (8 bytes a word)."""
     target = ctx.target
     if not (target.simd == "dsp" and input_rows < 4 and ctx.sparse != "off" and rows.size
             and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.extra_scratch))):
@@ -420,6 +420,13 @@ def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayo
             return None  # (dense by the one-row model's rule: sparse_plan's)
         limit = costs[1]
     return table_layout(rows) if per_row * input_rows <= limit else None
+
+
+def table_words(layout: TableLayout, doubled: bool) -> np.ndarray:
+    """nn2c_sparse_s8_t.table_words: per word its table index, then its weight pair (doubled for doubled records), so
+    one LDM reads two words."""
+    weights = doubled_pairs(layout.weights) if doubled else layout.weights
+    return np.stack([layout.index.astype(np.int32), weights.astype(np.int32)], axis=1).reshape(-1)
 
 
 def takes_pairs(rows: np.ndarray) -> bool:
@@ -516,11 +523,10 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     fields["pairs"] = int(row_pairs)
     if isinstance(layout, TableLayout):
         fields.update(table=2 if doubled_table else 1,
-                      table_index=ctx.const_array(layout.index, "uint16_t", "sparse filter: each word's index in its "
-                                                  "pair table"),
-                      table_weights=ctx.const_array(doubled_pairs(layout.weights) if doubled_table else layout.weights,
-                                                    "int32_t", "sparse filter: each word's two weights (int16 halves)"
-                                                    + (", doubled" if doubled_table else "")))
+                      table_words=ctx.const_array(table_words(layout, doubled_table), "int32_t",
+                                                  "sparse filter: per word its index in its pair table, then its "
+                                                  "two weights (int16 halves" + (", doubled)" if doubled_table
+                                                                                 else ")")))
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
     # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
     scratch = 8 * depth + 4 * out_c if row_pairs else 0
