@@ -644,3 +644,69 @@ def test_a_dimension_above_16_bits_takes_the_wide_geometry(tmp_path: Path, targe
     usual = compile_model(model_path("mlcommons_tiny/kws_ref_model.tflite"), CompileOptions(target=target))
     assert "NN2C_WIDE_GEOMETRY" not in usual.files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
     assert geometry_symbol(False) in usual.files["kws_ref_model.c"]
+
+
+# 3x3 depthwise layers at stride 1 over channel planes (nn2c_dw_planes, Arm DSP): even and odd widths of 12 or
+# more, bands of 4 rows with a last partial one (13 rows, 6 rows over two batches), SAME and VALID padding, channel
+# counts not a multiple of 4 (22, 33), zero points at int8's ends; the 8-wide one keeps the tap loop
+PLANE_CASES = [
+    Case((1, 13, 12, 16), 1, input_zp=-128, output_zp=-128),
+    Case((1, 10, 17, 22), 1, padding="VALID", input_zp=-128, output_zp=5),
+    Case((2, 6, 14, 8), 1, input_zp=3, output_zp=-7),
+    Case((1, 9, 20, 33), 1, input_zp=127, output_zp=-128),
+    Case((1, 5, 8, 12), 1, input_zp=-2, output_zp=1),
+]
+
+
+@pytest.mark.parametrize("build", ["-O2", "-O2 -DNN2C_NO_INLINE_ASM", "host"])
+def test_depthwise_planes_in_qemu(tmp_path: Path, monkeypatch, build: str):
+    """The Arm DSP depthwise kernel over channel planes (--optimize speed, and balanced where the arena allows):
+    bit-exact with TFLM through its assembly (-O2: the 4 x 4 byte transposes, the output pairs' sums, the output
+    stage four at a time), its C versions (NN2C_NO_INLINE_ASM) and the host's portable build under ASan + UBSan,
+    on inputs at -128 and 127 and at random; at -O2 also vww_96_int8 at the default (its three layers 12 or more
+    wide in place in its arena over planes)."""
+    from nn2c.targets import cortexm_build
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+    from nn2c.verify.build import run
+    from nn2c.verify.oracle import run_tflm
+    from tests.c_safety import build_sanitized, extreme_records
+    from tests.oracle_check import assert_records_match
+
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model([(c, True) for c in PLANE_CASES], "int8", 5))
+    options = CompileOptions(target="cortex-m4", optimize="speed", planner="greedy")
+    result = compile_model(path, options)
+    source = result.files["model.c"]
+    assert sorted(re.findall(r"\.band = (\d+)", source)) == ["4", "4", "4", "4"], source
+    graph = result.graph
+    records = extreme_records(graph)
+    if build == "host":
+        from nn2c.verify.inputs import random_records
+
+        records += random_records(graph.inputs, 2, 3)
+        exe = build_sanitized(result, tmp_path / "out", tmp_path / "asan_runner")
+        assert_records_match(run(exe, records, graph.inputs, graph.outputs),
+                             run_tflm(path, records, len(graph.outputs)))
+        return
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    from nn2c.targets import cortexm_bench
+    from nn2c.verify.inputs import random_records
+
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    flags = [part for flag in cortexm_build.COMPILE_FLAGS for part in (build.split() if flag == "-O2" else [flag])]
+    monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+    report = bench_model(path, target="cortex-m4", count=4, seed=4, workdir=tmp_path / "qemu", options=options)
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    if build != "-O2":
+        return
+    monkeypatch.undo()
+    vww = model_path("mlcommons_tiny/vww_96_int8.tflite")
+    default = CompileOptions(target="cortex-m4")
+    assert compile_model(vww, default).files["vww_96_int8.c"].count(".band = 4") == 3
+    report = bench_model(vww, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "vww", options=default)
+    assert report.reference == "tflm" and report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons)

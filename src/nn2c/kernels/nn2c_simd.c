@@ -26,6 +26,9 @@ const uint8_t nn2c_kernel_path_dsp_dw_int8 = 1;
 #if !defined(NN2C_OMIT_DSP_DW_INT16)
 const uint8_t nn2c_kernel_path_dsp_dw_int16 = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_DW_PLANES)
+const uint8_t nn2c_kernel_path_dsp_dw_planes = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_GEMM_ARRAYS)
 const uint8_t nn2c_kernel_path_dsp_gemm_arrays = 1;
 #endif
@@ -3531,8 +3534,295 @@ NN2C_INLINE int32_t nn2c_dw_end_tap(int32_t i0, int32_t dilation, int32_t size, 
 }
 #endif
 
+#if !defined(NN2C_SIMD_MVE) && !defined(NN2C_OMIT_DSP_DW_PLANES)
+/* --- DEPTHWISE_CONV_2D 3x3 at stride 1 over channel planes (nn2c_dw_simd_params_t.band) ---------------------- */
+
+/* A plane row's bytes: the output row's columns rounded up to pairs, the window's two more, in whole words (the
+ * codegen's dw_plane_scratch computes the same). */
+NN2C_INLINE int32_t nn2c_dw_plane_pitch(int32_t out_w) {
+    return ((out_w + 1) / 2 * 2 + 2 + 3) / 4 * 4;
+}
+
+/* Pixels [0, n) (n a multiple of 4) of four channels at s (pixels C bytes apart) into the rows at d, d + pb,
+ * d + 2 pb and d + 3 pb: per four pixels four word loads, a 4 x 4 byte transpose, four word stores. In assembly
+ * 30 instructions for the 16 bytes (GCC's loop of the C below kept its pointers on the stack: 55). */
+NN2C_INLINE void nn2c_dw_plane_quads(const int8_t *s, int32_t C, int8_t *d, int32_t pb, int32_t n) {
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+    if (n > 0) {
+        const int8_t *const end = d + n;
+        int32_t a, b, e, f, t, u;
+        /* t0 = a0 b0 a2 b2 and t1 = a1 b1 a3 b3 (UXTB16, the odd bytes by a mask), u0 u1 the same of e f, then
+         * PKHBT / PKHTB of their halves: channel 0 a0 b0 e0 f0, 2, 1, 3 */
+        __asm__ volatile("1:\n\t"
+                         "ldr    %[a], [%[s]]\n\t"
+                         "ldr    %[b], [%[s], %[c]]\n\t"
+                         "add    %[s], %[s], %[c], lsl #1\n\t"
+                         "ldr    %[e], [%[s]]\n\t"
+                         "ldr    %[f], [%[s], %[c]]\n\t"
+                         "add    %[s], %[s], %[c], lsl #1\n\t"
+                         "uxtb16 %[t], %[a]\n\t"
+                         "uxtb16 %[u], %[b]\n\t"
+                         "orr    %[t], %[t], %[u], lsl #8\n\t"
+                         "uxtb16 %[a], %[a], ror #8\n\t"
+                         "and    %[b], %[b], #0xFF00FF00\n\t"
+                         "orr    %[a], %[a], %[b]\n\t"
+                         "uxtb16 %[u], %[e]\n\t"
+                         "uxtb16 %[b], %[f]\n\t"
+                         "orr    %[u], %[u], %[b], lsl #8\n\t"
+                         "uxtb16 %[e], %[e], ror #8\n\t"
+                         "and    %[f], %[f], #0xFF00FF00\n\t"
+                         "orr    %[e], %[e], %[f]\n\t"
+                         "pkhbt  %[b], %[t], %[u], lsl #16\n\t"
+                         "pkhtb  %[t], %[u], %[t], asr #16\n\t"
+                         "pkhbt  %[f], %[a], %[e], lsl #16\n\t"
+                         "pkhtb  %[a], %[e], %[a], asr #16\n\t"
+                         "str    %[b], [%[d]]\n\t"
+                         "str    %[f], [%[d], %[pb]]\n\t"
+                         "add    %[u], %[d], %[pb], lsl #1\n\t"
+                         "str    %[t], [%[u]]\n\t"
+                         "str    %[a], [%[u], %[pb]]\n\t"
+                         "add    %[d], %[d], #4\n\t"
+                         "cmp    %[d], %[end]\n\t"
+                         "bne    1b\n\t"
+                         : [s] "+r"(s), [d] "+r"(d), [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [f] "=&r"(f),
+                           [t] "=&r"(t), [u] "=&r"(u)
+                         : [c] "r"(C), [pb] "r"(pb), [end] "r"(end)
+                         : "cc", "memory");
+    }
+#else
+    for (int32_t x = 0; x < n; x += 4, s += 4 * C, d += 4) {
+        const uint32_t a = (uint32_t)nn2c_simd_ld32(s), b = (uint32_t)nn2c_simd_ld32(s + C);
+        const uint32_t e = (uint32_t)nn2c_simd_ld32(s + 2 * C), f = (uint32_t)nn2c_simd_ld32(s + 3 * C);
+        const uint32_t t0 = (a & 0x00FF00FFu) | (b & 0x00FF00FFu) << 8, t1 = (a >> 8 & 0x00FF00FFu) | (b & 0xFF00FF00u);
+        const uint32_t u0 = (e & 0x00FF00FFu) | (f & 0x00FF00FFu) << 8, u1 = (e >> 8 & 0x00FF00FFu) | (f & 0xFF00FF00u);
+        nn2c_simd_st32(d, (int32_t)((t0 & 0xFFFFu) | u0 << 16));
+        nn2c_simd_st32(d + pb, (int32_t)((t1 & 0xFFFFu) | u1 << 16));
+        nn2c_simd_st32(d + 2 * pb, (int32_t)(t0 >> 16 | (u0 & 0xFFFF0000u)));
+        nn2c_simd_st32(d + 3 * pb, (int32_t)(t1 >> 16 | (u1 & 0xFFFF0000u)));
+    }
+#endif
+}
+
+/* Input row iy of every channel into row `slot` of its plane (channel c's plane at planes + c * plane_bytes, its
+ * column k the input's column k - pad_w): the input's columns only, the padding columns holding pad_value since
+ * nn2c_dw_planes filled the planes; a row outside the image all pad_value. */
+static void nn2c_dw_plane_row(const nn2c_conv_geom_t *g, const int8_t *in_b, int32_t iy, int8_t *planes,
+                              int32_t plane_bytes, int32_t pitch, int32_t slot, int32_t pad) {
+    const int32_t C = g->in_c, W = g->in_w;
+    int8_t *const row = planes + slot * pitch;
+    if (iy < 0 || iy >= g->in_h) {
+        for (int32_t c = 0; c < C; ++c) nn2c_simd_fill(row + c * plane_bytes, pad, pitch);
+        return;
+    }
+    const int8_t *const src = in_b + (intptr_t)iy * W * C;
+    const int32_t quads = W & ~3;
+    int32_t c = 0;
+    for (; c + 4 <= C; c += 4) {
+        int8_t *const d = row + c * plane_bytes + g->pad_w;
+        nn2c_dw_plane_quads(src + c, C, d, plane_bytes, quads);
+        for (int32_t x = quads; x < W; ++x) {
+            for (int32_t k = 0; k < 4; ++k) d[k * plane_bytes + x] = src[x * C + c + k];
+        }
+    }
+    for (; c < C; ++c) {
+        for (int32_t x = 0; x < W; ++x) row[c * plane_bytes + g->pad_w + x] = src[x * C + c];
+    }
+}
+
+/* Channel c's filter (the int16 layout, doubled: nn2c_dw_simd_params_t) as the sums' five words: per filter row
+ * its outer taps (w0, w2) as int16 halves, then the middle taps (w01, w11) and (w21, 0). */
+static void nn2c_dw_plane_weights(const int16_t *w16, int32_t c, int32_t w[5]) {
+    const int16_t *const t = w16 + (c / 4) * 36 + ((c & 3) >> 1) + 2 * (c & 1); /* tap k at t[4 k] */
+    for (int32_t r = 0; r < 3; ++r) {
+        w[r] = (int32_t)((uint32_t)(uint16_t)t[4 * 3 * r] | (uint32_t)(uint16_t)t[4 * (3 * r + 2)] << 16);
+    }
+    w[3] = (int32_t)((uint32_t)(uint16_t)t[4 * 1] | (uint32_t)(uint16_t)t[4 * 4] << 16);
+    w[4] = (int32_t)(uint32_t)(uint16_t)t[4 * 7];
+}
+
+/* The doubled sums of one output row of one channel, `pairs` output pairs (an odd row's last pair reads one
+ * column past it, inside the plane's pitch), from the plane rows at x, pitch bytes apart. Per pair and filter row
+ * one word of 4 input bytes, SXTB16 to (x0, x2) and (x1, x3), and 4 multiplies: SMLAD by (w0, w2) for both
+ * outputs, SMLAxy of the middle tap for each. In assembly 26 instructions a pair (18 MACs, 13 registers). */
+NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pairs, const int32_t w[5], int32_t *sums) {
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+    const int32_t *const end = sums + 2 * pairs;
+    int32_t t0, t1, s0, s1;
+    __asm__ volatile("1:\n\t"
+                     "ldr    %[t0], [%[x]]\n\t"
+                     "sxtb16 %[t1], %[t0]\n\t"
+                     "sxtb16 %[t0], %[t0], ror #8\n\t"
+                     "smuad  %[s0], %[t1], %[w0]\n\t"
+                     "smlabb %[s0], %[t0], %[v01], %[s0]\n\t"
+                     "smuad  %[s1], %[t0], %[w0]\n\t"
+                     "smlatb %[s1], %[t1], %[v01], %[s1]\n\t"
+                     "ldr    %[t0], [%[x], %[pitch]]\n\t"
+                     "sxtb16 %[t1], %[t0]\n\t"
+                     "sxtb16 %[t0], %[t0], ror #8\n\t"
+                     "smlad  %[s0], %[t1], %[w1], %[s0]\n\t"
+                     "smlabt %[s0], %[t0], %[v01], %[s0]\n\t"
+                     "smlad  %[s1], %[t0], %[w1], %[s1]\n\t"
+                     "smlatt %[s1], %[t1], %[v01], %[s1]\n\t"
+                     "add    %[t1], %[x], %[pitch], lsl #1\n\t"
+                     "ldr    %[t0], [%[t1]]\n\t"
+                     "sxtb16 %[t1], %[t0]\n\t"
+                     "sxtb16 %[t0], %[t0], ror #8\n\t"
+                     "smlad  %[s0], %[t1], %[w2], %[s0]\n\t"
+                     "smlabb %[s0], %[t0], %[v2], %[s0]\n\t"
+                     "smlad  %[s1], %[t0], %[w2], %[s1]\n\t"
+                     "smlatb %[s1], %[t1], %[v2], %[s1]\n\t"
+                     "add    %[x], %[x], #2\n\t"
+                     "strd   %[s0], %[s1], [%[q]], #8\n\t"
+                     "cmp    %[q], %[end]\n\t"
+                     "bne    1b\n\t"
+                     : [x] "+r"(x), [q] "+r"(sums), [t0] "=&r"(t0), [t1] "=&r"(t1), [s0] "=&r"(s0), [s1] "=&r"(s1)
+                     : [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]), [v01] "r"(w[3]), [v2] "r"(w[4]),
+                       [pitch] "r"(pitch), [end] "r"(end)
+                     : "cc", "memory");
+#else
+    for (int32_t k = 0; k < pairs; ++k, x += 2, sums += 2) {
+        uint32_t s0 = 0, s1 = 0;
+        for (int32_t r = 0; r < 3; ++r) {
+            const int8_t *const v = x + r * pitch;
+            const int32_t w0 = (int16_t)(uint16_t)(uint32_t)w[r], w2 = (int16_t)(uint16_t)((uint32_t)w[r] >> 16);
+            const int32_t w1 = r == 2 ? (int16_t)(uint16_t)(uint32_t)w[4]
+                                      : (int16_t)(uint16_t)((uint32_t)w[3] >> (16 * r));
+            s0 += (uint32_t)(v[0] * w0 + v[1] * w1 + v[2] * w2);
+            s1 += (uint32_t)(v[1] * w0 + v[2] * w1 + v[3] * w2);
+        }
+        sums[0] = (int32_t)s0;
+        sums[1] = (int32_t)s1;
+    }
+#endif
+}
+
+/* The sums of `rows` output rows of one channel (its plane rows from x), row after row from sums (not inlined: the
+ * sums' 13 registers are all there are). */
+__attribute__((noinline)) static void nn2c_dw_plane_band_sums(const int8_t *x, int32_t pitch, int32_t pairs,
+                                                              int32_t rows, const int32_t w[5], int32_t *sums) {
+    for (; rows > 0; --rows, x += pitch, sums += 2 * pairs) {
+        nn2c_dw_plane_sums(x, pitch, pairs, w, sums);
+    }
+}
+
+/* n outputs of one channel, C bytes apart from y, from their doubled sums plus the channel's doubled bias and
+ * its doubled record r (m, 2^(r - 1) + offset 2^r, r: nn2c_record_requant_doubled). In assembly four at a time,
+ * their sums in one LDM (fixed registers r0-r3, as its list must ascend): 29 instructions (two at a time took
+ * 34); the last n % 4 in C. */
+NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t n, int32_t bias, const int32_t *r, int8_t *y,
+                                   int32_t C) {
+    int32_t k = 0;
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
+    if (n >= 4) {
+        k = n & ~3;
+        const int32_t *const end = sums + k;
+        register int32_t s0 __asm__("r0"), s1 __asm__("r1"), s2 __asm__("r2"), s3 __asm__("r3");
+        int32_t hi;
+#define NN2C_DW_PLANE_RQ(S) \
+    "add    %[hi], %[h], %[" S "], asr #31\n\t" \
+    "smmlar %[hi], %[" S "], %[m], %[hi]\n\t" \
+    "asr    %[hi], %[hi], %[sh]\n\t" \
+    "ssat   %[" S "], #8, %[hi]\n\t"
+        __asm__ volatile("1:\n\t"
+                         "ldm    %[q]!, {%[s0], %[s1], %[s2], %[s3]}\n\t"
+                         "add    %[s0], %[s0], %[b]\n\t"
+                         "add    %[s1], %[s1], %[b]\n\t"
+                         "add    %[s2], %[s2], %[b]\n\t"
+                         "add    %[s3], %[s3], %[b]\n\t"
+                         NN2C_DW_PLANE_RQ("s0") NN2C_DW_PLANE_RQ("s1") NN2C_DW_PLANE_RQ("s2") NN2C_DW_PLANE_RQ("s3")
+                         "strb   %[s0], [%[y]]\n\t"
+                         "strb   %[s1], [%[y], %[c]]\n\t"
+                         "add    %[y], %[y], %[c], lsl #1\n\t"
+                         "strb   %[s2], [%[y]]\n\t"
+                         "strb   %[s3], [%[y], %[c]]\n\t"
+                         "add    %[y], %[y], %[c], lsl #1\n\t"
+                         "cmp    %[q], %[end]\n\t"
+                         "bne    1b\n\t"
+                         : [q] "+r"(sums), [y] "+r"(y), [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3),
+                           [hi] "=&r"(hi)
+                         : [b] "r"(bias), [m] "r"(r[0]), [h] "r"(r[1]), [sh] "r"(r[2]), [c] "r"(C), [end] "r"(end)
+                         : "cc", "memory");
+#undef NN2C_DW_PLANE_RQ
+    }
+#endif
+    for (; k < n; ++k, ++sums, y += C) {
+        *y = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)*sums + (uint32_t)bias), r);
+    }
+}
+
+/* A 3x3, stride 1 layer (pad_w, pad_h at most 1) with doubled records over the int16 filter, `band` output rows
+ * at a time: per band, the band's input rows (and the two the window adds) transposed into one plane per channel
+ * in scratch (nn2c_dw_plane_row; the last two rows of a band moved up for the next, so each input row is read once),
+ * then channel by channel, row by row, the sums of output pairs (nn2c_dw_plane_sums: a word of one channel's
+ * consecutive inputs serves two outputs) and their output stage. An output row is written after its band's inputs
+ * are read: the in-place rule holds (memory/inplace.py). Scratch: the zero-point row's C bytes rounded up to a
+ * word, C planes of (band + 2) x pitch bytes, the band's sums (8 ceil(out_w / 2) bytes a row). About 2.5 instructions a MAC
+ * on the Cortex-M4 where a pixel's taps four channels at a time take 3.4-4 (vww_96_int8's layers, QEMU). */
+static void nn2c_dw_planes(const nn2c_dw_simd_params_t *p, const int8_t *input, const int16_t *w16, int8_t *output,
+                           int8_t *scratch) {
+    /* the geometry in locals: int8 stores may alias the parameter struct, GCC would reload it */
+    const nn2c_conv_geom_t geom = p->g;
+    const nn2c_conv_geom_t *const g = &geom;
+    const int32_t *const records = p->records;
+    const int32_t C = g->in_c, out_w = g->out_w, band = p->band, pitch = nn2c_dw_plane_pitch(out_w);
+    const int32_t plane_bytes = (band + 2) * pitch, pairs = (out_w + 1) / 2, row_step = out_w * C;
+    int8_t *const planes = scratch + ((C + 3) & ~3);
+    int32_t *const sums = (int32_t *)(void *)(planes + C * plane_bytes);
+    const int32_t pad = nn2c_simd_splat(p->pad_value);
+    nn2c_simd_fill(planes, pad, C * plane_bytes); /* (the padding columns keep it: rows write the input's only) */
+    for (int32_t b = 0; b < g->batches; ++b) {
+        const int8_t *const in_b = input + (intptr_t)b * g->in_h * g->in_w * C;
+        int8_t *const out_b = output + (intptr_t)b * g->out_h * row_step;
+        for (int32_t y0 = 0; y0 < g->out_h; y0 += band) {
+            const int32_t rows = NN2C_MIN(band, g->out_h - y0);
+            int32_t slot = 0;
+            if (y0 > 0) { /* the previous band's last two rows are this one's first two */
+                for (int32_t c = 0; c < C; ++c) {
+                    int8_t *const plane = planes + c * plane_bytes;
+                    nn2c_move(plane, plane + band * pitch, (size_t)(2 * pitch));
+                }
+                slot = 2;
+            }
+            for (; slot < rows + 2; ++slot) {
+                nn2c_dw_plane_row(g, in_b, y0 - g->pad_h + slot, planes, plane_bytes, pitch, slot, pad);
+            }
+            for (int32_t c = 0; c < C; ++c) {
+                int32_t w[5];
+                nn2c_dw_plane_weights(w16, c, w);
+                const int32_t *const group = records + 16 * (c / 4);
+                const int32_t bias = group[c & 3];
+                const int32_t *const rec = group + 4 + 3 * (c & 3);
+                const int8_t *const x = planes + c * plane_bytes;
+                int8_t *y = out_b + (intptr_t)y0 * row_step + c;
+                nn2c_dw_plane_band_sums(x, pitch, pairs, rows, w, sums);
+                const int32_t *q = sums;
+                for (int32_t r = 0; r < rows; ++r, q += 2 * pairs, y += row_step) {
+                    nn2c_dw_plane_out(q, out_w, bias, rec, y, C);
+                }
+            }
+        }
+    }
+}
+
+/* Whether nn2c_dw_planes runs this call: a layer the codegen gave a band (3x3, stride 1, doubled records over the
+ * int16 filter), more than one output row (a row group's one-row calls keep the tap loop: their bands would
+ * transpose three input rows for each) and input columns that fit a plane row. */
+NN2C_INLINE int nn2c_dw_takes_planes(const nn2c_dw_simd_params_t *p) {
+    const nn2c_conv_geom_t *const g = &p->g;
+    return p->band > 0 && g->out_h > 1 && g->pad_w + g->in_w <= nn2c_dw_plane_pitch(g->out_w) &&
+           g->filter_h == 3 && g->filter_w == 3 && g->stride_h == 1 && g->stride_w == 1 && g->dilation_h == 1 &&
+           g->dilation_w == 1;
+}
+#endif
+
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch) {
+#if !defined(NN2C_SIMD_MVE) && !defined(NN2C_OMIT_DSP_DW_PLANES)
+    if (nn2c_dw_takes_planes(p)) {
+        nn2c_dw_planes(p, input, (const int16_t *)(const void *)filter, output, (int8_t *)scratch);
+        return;
+    }
+#endif
     /* the geometry in a local: int8 stores may alias the parameter struct, GCC would reload it */
     const nn2c_conv_geom_t geom = p->g;
     const nn2c_conv_geom_t *g = &geom;

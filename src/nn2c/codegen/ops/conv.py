@@ -727,16 +727,17 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         records = "NULL"
         if lanes == 4:
             ctx.take_path("DSP_DW_ARRAYS")
+    band = dw_plane_band(ctx, geom) if doubled and not filter8 else 0
     params = ctx.params_struct("nn2c_dw_simd_params_t", {
         "g": geom.initializer(), "pad_value": zero_point(x), **idents,
         "output_offset": zero_point(out), "act_min": act_min, "act_max": act_max, "lanes": lanes,
         "right": _right_shifts(shifts),
-        "records": records, **({"filter8": 1} if filter8 else {}),
+        "records": records, **({"filter8": 1} if filter8 else {}), **({"band": band} if band else {}),
     })
     if lanes == 16 and _right_shifts(shifts) and not (
             (geom.filter_h, geom.filter_w) == (3, 3) and geom.out_c % 16 == 0):
         ctx.take_path("MVE_DW_ANY")
-    scratch = ctx.scratch(geom.in_c)
+    scratch = ctx.scratch(dw_plane_scratch(geom, band) if band else geom.in_c)
     if filter8:  # DSP at size: int8 in channel order per group of 4 (SXTB16 of a word: c0 c2 and c1 c3)
         packed = ctx.const_array(pack_dw_filter(data, 4).reshape(-1), "int8_t",
                                  "depthwise filter, groups of 4 channels as int8 (--optimize size)")
@@ -749,6 +750,43 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
         packed = ctx.const_array(pack_dw_filter(data, 16).reshape(-1), "int8_t", "depthwise filter, groups of 16 channels")
     filter_arg = f"(const int8_t *){packed}" if lanes == 4 and not filter8 else packed
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
+
+
+# Output rows a band of a depthwise layer over channel planes (nn2c_dw_planes): its halo (two input rows read
+# again from scratch) and weight set-up spread over 4 rows; its scratch a few KB on vww_96_int8's layers.
+DW_PLANE_BAND = 4
+# The narrowest output row the planes take: each channel's row costs some 45 instructions of set-up, which a row of
+# 12 outputs (108 MACs) about pays for (vww_96_int8 on the Cortex-M4, QEMU: its 12-wide layer 2% fewer instructions
+# over planes, its 6-wide ones 20-25% more)
+DW_PLANE_MIN_WIDTH = 12
+
+
+def dw_plane_band(ctx: EmitContext, geom: Geometry) -> int:
+    """The band of a DSP depthwise layer with doubled records over the int16 filter that runs over channel planes
+    (nn2c_dw_simd_params_t.band): a 3x3 filter at stride 1, dilation 1, padding at most 1, more than one output
+    row of at least DW_PLANE_MIN_WIDTH. Its planes are scratch, so --optimize speed always and balanced where more scratch is allowed
+    (EmitContext.extra_scratch: compile.plan_stages keeps them only where the arena does not grow); 0 else."""
+    shape = (geom.filter_h, geom.filter_w, geom.stride_h, geom.stride_w, geom.dilation_h, geom.dilation_w)
+    if not (ctx.target.simd == "dsp" and shape == (3, 3, 1, 1, 1, 1) and geom.pad_h <= 1 and geom.pad_w <= 1
+            and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH
+            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.extra_scratch))):
+        return 0
+    ctx.took_extra_scratch = True
+    ctx.take_path("DSP_DW_PLANES")
+    ctx.variant("planes")
+    return min(DW_PLANE_BAND, geom.out_h)
+
+
+def dw_plane_pitch(out_w: int) -> int:
+    """A plane row's bytes (nn2c_dw_plane_pitch): the output row's columns rounded up to pairs, plus two, in words."""
+    return ((out_w + 1) // 2 * 2 + 2 + 3) // 4 * 4
+
+
+def dw_plane_scratch(geom: Geometry, band: int) -> int:
+    """nn2c_dw_planes' scratch: the zero-point row (a word multiple), the channels' planes of band + 2 rows, the
+    sums of a band's output pairs."""
+    return (-(-geom.in_c // 4) * 4 + geom.in_c * (band + 2) * dw_plane_pitch(geom.out_w)
+            + 8 * band * ((geom.out_w + 1) // 2))
 
 
 # Shifts of a layer whose output stage fits records (nn2c_record_requant): r = -shift >= 2 makes the rounding's
