@@ -155,19 +155,41 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte.
 
-    Sparse layers summed in row pairs or run over pair tables take more scratch (EmitContext.extra_scratch):
-    where some did, the stages run again without them, and they stay only if the arena is no larger, or at
-    --optimize speed (kws_ref_model pruned 1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default
-    schedule, ad01_int8 2,560 more for its pair tables, which a balanced build does not spend)."""
+    Sparse layers summed in row pairs or run over pair tables, and depthwise layers over channel planes, take more
+    scratch (EmitContext.extra_scratch): where some did, the stages run again without any, and they all stay if the
+    arena is no larger; else those whose step's live bytes with them stay within that arena (fitting_extras) are
+    planned once more and stay if the arena is still no larger. --optimize speed keeps them all (kws_ref_model
+    pruned 1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule, ad01_int8 2,560 more for
+    its pair tables, which a balanced build does not spend)."""
     staged = _plan_stages(graph, name, options, step, extra_scratch=True)
     if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged
-    step("planning again without the sparse row pairs and pair tables (their scratch may raise the arena)")
+    step("planning again without the layers' extra scratch (row pairs, pair tables, channel planes)")
     without = _plan_stages(graph, name, options, step, extra_scratch=False)
-    return without if without[3].arena_bytes < staged[3].arena_bytes else staged
+    if staged[3].arena_bytes <= without[3].arena_bytes:
+        return staged
+    keep = fitting_extras(staged[0].ctx.took_extra_scratch, staged[2], staged[3], without[3].plan.arena_bytes)
+    if keep:
+        step(f"planning again with the extra scratch of the {len(keep)} layer(s) whose steps stay within the arena")
+        chosen = _plan_stages(graph, name, options, step, extra_scratch=keep)
+        if chosen[3].arena_bytes <= without[3].arena_bytes:
+            return chosen
+    return without
 
 
-def _plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None], extra_scratch: bool
+def fitting_extras(took: set[int], step_codes: list[NodeCode], arena: ArenaPlan, limit: int) -> frozenset[int]:
+    """The nodes (id) of `took` that run as steps of their own whose live bytes, every buffer live there counted
+    apart (an in-place pair overlaps: an overestimate), stay within `limit` in `arena`'s plan."""
+    live = [0] * len(step_codes)
+    for request in arena.requests:
+        for k in range(request.first, min(request.last, len(live) - 1) + 1):
+            live[k] += request.size
+    return frozenset(id(code.node) for k, code in enumerate(step_codes)
+                     if id(code.node) in took and live[k] <= limit)
+
+
+def _plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],
+                 extra_scratch: bool | frozenset[int]
                  ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
     target = get_target(options.target)
     step(f"lowering to kernels for {target.name}")

@@ -70,15 +70,16 @@ class NodeCode:
 
 class EmitContext:
     def __init__(self, prefix: str, target: str | Target = "host", debug: bool = False, sparse: str = "auto",
-                 optimize: str = "balanced", extra_scratch: bool = True) -> None:
+                 optimize: str = "balanced", extra_scratch: bool | frozenset[int] = True) -> None:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
         self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
-        # sparse layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in
-        # row pairs, one-row layers over pair tables); whether one did (compile.plan_stages keeps them only where
-        # the arena does not grow, or at --optimize speed)
+        # layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in row pairs,
+        # one-row layers over pair tables; codegen/ops/conv.py: depthwise layers over channel planes): allowed for
+        # every node, none, or the nodes of this set of id(node); the nodes that took it (compile.plan_stages keeps
+        # them only where the arena does not grow, or at --optimize speed)
         self.extra_scratch = extra_scratch
-        self.took_extra_scratch = False
+        self.took_extra_scratch: set[int] = set()
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)
@@ -220,6 +221,17 @@ class EmitContext:
     def statement(self, text: str) -> None:
         assert self._current is not None
         self._current.statements.append(text)
+
+    def allows_extra_scratch(self) -> bool:
+        """Whether the node being lowered may take more scratch for fewer instructions (extra_scratch)."""
+        if isinstance(self.extra_scratch, bool):
+            return self.extra_scratch
+        return self._current is not None and id(self._current.node) in self.extra_scratch
+
+    def take_extra_scratch(self) -> None:
+        """The node being lowered takes more scratch than its plain kernel would (took_extra_scratch)."""
+        assert self._current is not None
+        self.took_extra_scratch.add(id(self._current.node))
 
     def variant(self, name: str) -> None:
         """The operator's kernel takes a path `name` that the cost model fits apart (NodeCode.variant)."""

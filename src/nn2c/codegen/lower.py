@@ -52,7 +52,8 @@ def check_supported(graph: Graph, lowerings: dict[str, Lowering]) -> None:
 
 
 def lower(graph: Graph, name: str, target: str | Target = "host", debug: bool = False,
-          sparse: str = "auto", optimize: str = "balanced", extra_scratch: bool = True) -> LoweredModel:
+          sparse: str = "auto", optimize: str = "balanced", extra_scratch: bool | frozenset[int] = True
+          ) -> LoweredModel:
     """Lower every node of `graph` for `target`; `name` prefixes every C identifier (extra_scratch:
     EmitContext.extra_scratch)."""
     lowerings = load_all()

@@ -78,10 +78,19 @@ class StreamOp:
 
     @property
     def scratch(self) -> list[int]:
-        """Bytes of each scratch buffer the row calls need (an accumulating sink: its int32 sums)."""
+        """Bytes of each scratch buffer the row calls need (an accumulating sink: its int32 sums; a depthwise layer
+        over channel planes: the zero-point row of its tap loop, as its rows run there)."""
         if self.kind == "accumulate":
             return [4 * self.output.type.num_elements]
+        if self.planes:
+            return [self.node.inputs[0].type.shape[3]]  # type: ignore[union-attr]
         return list(self.code.scratch)
+
+    @property
+    def planes(self) -> bool:
+        """A depthwise layer over channel planes (nn2c_dw_simd_params_t.band): a row group runs its rows through the
+        tap loop (band 0), whose scratch is the zero-point row alone."""
+        return self.function == "nn2c_dw_s8_simd" and bool(self.params.fields.get("band"))
 
 
 def stream_op(code: NodeCode, ctx: EmitContext) -> StreamOp | None:
@@ -331,6 +340,8 @@ def group_code(group: RowGroup, ctx: EmitContext, tables: bool = False) -> NodeC
         finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {bias_ident}, {ctx.ptr(sink.output)});"]
     for j, op in enumerate(ops):
         body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
+        if op.planes:
+            body.append(f"k{j}.band = 0; /* (its rows through the tap loop: the planes' scratch is not there) */")
     for j in range(n - 1):
         ctype = c_type(ops[j].output.type.dtype)
         if j == group.alias:  # its rows go where the sink writes the same rows, then read in place
@@ -547,6 +558,8 @@ def chain_code(group: RowGroup, ctx: EmitContext) -> NodeCode:
                   f"        k->{in_h} = in_h;",
                   f"        k->{out_h} = out_h;",
                   f"        k->{pad_h} = pad_h;",
+                  *(["        k->band = 0; /* (the tap loop: the planes' scratch is not there) */"] if op.planes
+                    else []),
                   f"        {op.function}({', '.join(args)});",
                   "        break;",
                   "    }"]

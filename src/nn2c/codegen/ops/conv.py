@@ -769,9 +769,9 @@ def dw_plane_band(ctx: EmitContext, geom: Geometry) -> int:
     shape = (geom.filter_h, geom.filter_w, geom.stride_h, geom.stride_w, geom.dilation_h, geom.dilation_w)
     if not (ctx.target.simd == "dsp" and shape == (3, 3, 1, 1, 1, 1) and geom.pad_h <= 1 and geom.pad_w <= 1
             and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH
-            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.extra_scratch))):
+            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.allows_extra_scratch()))):
         return 0
-    ctx.took_extra_scratch = True
+    ctx.take_extra_scratch()
     ctx.take_path("DSP_DW_PLANES")
     ctx.variant("planes")
     return min(DW_PLANE_BAND, geom.out_h)

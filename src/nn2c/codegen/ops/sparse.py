@@ -403,7 +403,7 @@ def table_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int) -> TableLayo
     than it. Never at size (8 bytes a word)."""
     target = ctx.target
     if not (target.simd == "dsp" and input_rows < 4 and ctx.sparse != "off" and rows.size
-            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.extra_scratch))):
+            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.allows_extra_scratch()))):
         return None
     if ctx.sparse == "always":
         return table_layout(rows)
@@ -441,7 +441,7 @@ def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_
     sums them in row pairs (nn2c_sparse_row4_pairs): the Arm DSP, more scratch allowed (EmitContext.extra_scratch),
     a per-channel filter (more than one multiplier) over at most SEGMENT inputs, takes_pairs, and an output
     stage that fits pair records (doubled_records_fit)."""
-    if not (ctx.extra_scratch and ctx.target.simd == "dsp" and rows.shape[1] <= SEGMENT and takes_pairs(rows)):
+    if not (ctx.allows_extra_scratch() and ctx.target.simd == "dsp" and rows.shape[1] <= SEGMENT and takes_pairs(rows)):
         return False
     multipliers = [quantize_multiplier(m) for m in real]
     if len(set(multipliers)) == 1:
@@ -503,7 +503,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
                                             "sparse output stage per channel (pair tables): 2 bias, multiplier, "
                                             "rounding with the output offset, shift")
     elif row_pairs:  # (nn2c_sparse_row4_pairs)
-        ctx.took_extra_scratch = True
+        ctx.take_extra_scratch()
         ctx.variant(PAIRS_VARIANT)
         fields["records"] = ctx.const_array(pair_records(folded, multipliers, shifts, output_offset), "int32_t",
                                             "sparse output stage per channel (row pairs): 2 bias - 2^23, "
@@ -531,7 +531,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
     scratch = 8 * depth + 4 * out_c if row_pairs else 0
     if isinstance(layout, TableLayout):
-        ctx.took_extra_scratch = True
+        ctx.take_extra_scratch()
         scratch = layout.scratch_bytes
     return "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}", scratch
 
