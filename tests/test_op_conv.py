@@ -646,25 +646,28 @@ def test_a_dimension_above_16_bits_takes_the_wide_geometry(tmp_path: Path, targe
     assert geometry_symbol(False) in usual.files["kws_ref_model.c"]
 
 
-# 3x3 depthwise layers at stride 1 over channel planes (nn2c_dw_planes, Arm DSP): even and odd widths of 12 or
-# more, bands of 4 rows with a last partial one (13 rows, 6 rows over two batches), SAME and VALID padding, channel
-# counts not a multiple of 4 (22, 33), zero points at int8's ends; the 8-wide one keeps the tap loop
+# 3x3 depthwise layers at stride 1 over channel planes (nn2c_dw_planes, Arm DSP, --optimize speed): widths of 12 or
+# more that are multiples of 4, bands of 4 rows with a last partial one (13 rows, 6 rows), SAME and VALID padding
+# (in_w 18: two pixels past the 4x4 transposes), channel counts not a multiple of 4 (22, 33), zero points at int8's
+# ends; two batches, an 8-wide and a 14-wide layer keep the tap loop
 PLANE_CASES = [
     Case((1, 13, 12, 16), 1, input_zp=-128, output_zp=-128),
-    Case((1, 10, 17, 22), 1, padding="VALID", input_zp=-128, output_zp=5),
-    Case((2, 6, 14, 8), 1, input_zp=3, output_zp=-7),
+    Case((1, 10, 18, 22), 1, padding="VALID", input_zp=-128, output_zp=5),
+    Case((1, 6, 16, 8), 1, input_zp=3, output_zp=-7),
     Case((1, 9, 20, 33), 1, input_zp=127, output_zp=-128),
+    Case((2, 6, 16, 8), 1, input_zp=1, output_zp=2),
     Case((1, 5, 8, 12), 1, input_zp=-2, output_zp=1),
+    Case((1, 7, 14, 12), 1, input_zp=4, output_zp=-3),
 ]
 
 
 @pytest.mark.parametrize("build", ["-O2", "-O2 -DNN2C_NO_INLINE_ASM", "host"])
 def test_depthwise_planes_in_qemu(tmp_path: Path, monkeypatch, build: str):
-    """The Arm DSP depthwise kernel over channel planes (--optimize speed, and balanced where the arena allows):
+    """The Arm DSP depthwise kernel over channel planes (--optimize speed):
     bit-exact with TFLM through its assembly (-O2: the 4 x 4 byte transposes, the output pairs' sums, the output
     stage four at a time), its C versions (NN2C_NO_INLINE_ASM) and the host's portable build under ASan + UBSan,
-    on inputs at -128 and 127 and at random; at -O2 also vww_96_int8 at the default (its three layers 12 or more
-    wide in place in its arena over planes)."""
+    on inputs at -128 and 127 and at random; at -O2 also vww_96_int8 at --optimize speed (its three layers 12 or more
+    wide in place in its arena over planes) and none at the default (the planes' code is a speed option)."""
     from nn2c.targets import cortexm_build
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools
@@ -706,7 +709,8 @@ def test_depthwise_planes_in_qemu(tmp_path: Path, monkeypatch, build: str):
         return
     monkeypatch.undo()
     vww = model_path("mlcommons_tiny/vww_96_int8.tflite")
-    default = CompileOptions(target="cortex-m4")
-    assert compile_model(vww, default).files["vww_96_int8.c"].count(".band = 4") == 3
-    report = bench_model(vww, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "vww", options=default)
+    speed = CompileOptions(target="cortex-m4", optimize="speed")
+    assert compile_model(vww, speed).files["vww_96_int8.c"].count(".band = 4") == 3
+    assert ".band" not in compile_model(vww, CompileOptions(target="cortex-m4")).files["vww_96_int8.c"]
+    report = bench_model(vww, target="cortex-m4", count=2, seed=4, workdir=tmp_path / "vww", options=speed)
     assert report.reference == "tflm" and report.passed() and all(c.max_abs_diff == 0 for c in report.comparisons)

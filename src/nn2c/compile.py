@@ -234,6 +234,10 @@ def _fuse(graph: Graph, lowered: LoweredModel, order: Schedule,
     tables = chain_tables([s for s in choice.steps if isinstance(s, RowGroup)], lowered.ctx)
     step_codes = [group_code(s, lowered.ctx, tables) if isinstance(s, RowGroup) else by_node[id(s)]
                   for s in choice.steps]
+    for group in (s for s in choice.steps if isinstance(s, RowGroup)):
+        for op in group.ops:
+            if op.planes:  # (its rows through the tap loop: StreamOp.planes)
+                lowered.ctx.release_path("DSP_DW_PLANES", op.node)
     return replace(order, steps=tuple(choice.steps), fusion=choice), step_codes
 
 

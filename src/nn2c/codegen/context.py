@@ -88,6 +88,7 @@ class EmitContext:
         self.params: list[ParamsStruct] = []
         self.kernels: set[str] = set()
         self.paths: set[str] = set()  # optional kernel paths some layer takes (codegen/kernel_config.py)
+        self.path_nodes: dict[str, set[int]] = {}  # per path, the nodes (id) that took it
         # the convolution geometry (nn2c_conv_geom_t) some layer's parameters hold: None if none does, else
         # whether it needs 32-bit fields (a dimension above GEOMETRY_MAX or a negative field)
         self.wide_geometry: bool | None = None
@@ -147,6 +148,16 @@ class EmitContext:
         """This layer takes an optional path of its kernel (kernel_config.OPTIONAL_PATHS): keep it in the build."""
         assert path in OPTIONAL_PATHS, f"{path} is not an optional kernel path"
         self.paths.add(path)
+        if self._current is not None:
+            self.path_nodes.setdefault(path, set()).add(id(self._current.node))
+
+    def release_path(self, path: str, node: Node) -> None:
+        """`node` runs without the path it took after all (a row group runs a depthwise member over channel
+        planes through its tap loop): the build leaves the path out when no other layer takes it."""
+        takers = self.path_nodes.get(path, set())
+        takers.discard(id(node))
+        if not takers:
+            self.paths.discard(path)
 
     def ptr(self, value: Value | None) -> str:
         """C expression of a pointer to the value's first element (NULL for an absent optional)."""

@@ -3537,10 +3537,19 @@ NN2C_INLINE int32_t nn2c_dw_end_tap(int32_t i0, int32_t dilation, int32_t size, 
 #if !defined(NN2C_SIMD_MVE) && !defined(NN2C_OMIT_DSP_DW_PLANES)
 /* --- DEPTHWISE_CONV_2D 3x3 at stride 1 over channel planes (nn2c_dw_simd_params_t.band) ---------------------- */
 
-/* A plane row's bytes: the output row's columns rounded up to pairs, the window's two more, in whole words (the
- * codegen's dw_plane_scratch computes the same). */
+/* A plane row's bytes: the output row's columns (a multiple of 4: the codegen's test) and the window's two more,
+ * in whole words (the codegen's dw_plane_pitch computes the same). */
 NN2C_INLINE int32_t nn2c_dw_plane_pitch(int32_t out_w) {
-    return ((out_w + 1) / 2 * 2 + 2 + 3) / 4 * 4;
+    return out_w + 4;
+}
+
+/* n bytes (a multiple of 4) at the word-aligned dst set to the 4 bytes of word. */
+NN2C_INLINE void nn2c_dw_plane_fill(int8_t *dst, int32_t word, int32_t n) {
+    int32_t *const d = (int32_t *)(void *)dst;
+    for (int32_t k = 0; k < n / 4; ++k) {
+        d[k] = word;
+        NN2C_LOOP_BARRIER();
+    }
 }
 
 /* Pixels [0, n) (n a multiple of 4) of four channels at s (pixels C bytes apart) into the rows at d, d + pb,
@@ -3606,26 +3615,23 @@ NN2C_INLINE void nn2c_dw_plane_quads(const int8_t *s, int32_t C, int8_t *d, int3
 /* Input row iy of every channel into row `slot` of its plane (channel c's plane at planes + c * plane_bytes, its
  * column k the input's column k - pad_w): the input's columns only, the padding columns holding pad_value since
  * nn2c_dw_planes filled the planes; a row outside the image all pad_value. */
-static void nn2c_dw_plane_row(const nn2c_conv_geom_t *g, const int8_t *in_b, int32_t iy, int8_t *planes,
+__attribute__((noinline)) static void nn2c_dw_plane_row(const nn2c_conv_geom_t *g, const int8_t *in_b, int32_t iy,
+                                                        int8_t *planes,
                               int32_t plane_bytes, int32_t pitch, int32_t slot, int32_t pad) {
     const int32_t C = g->in_c, W = g->in_w;
     int8_t *const row = planes + slot * pitch;
-    if (iy < 0 || iy >= g->in_h) {
-        for (int32_t c = 0; c < C; ++c) nn2c_simd_fill(row + c * plane_bytes, pad, pitch);
+    if (iy < 0 || iy >= g->in_h) { /* (a row below the image: one above is the planes' first fill) */
+        for (int8_t *r = row; r != row + C * plane_bytes; r += plane_bytes) nn2c_dw_plane_fill(r, pad, pitch);
         return;
     }
     const int8_t *const src = in_b + (intptr_t)iy * W * C;
-    const int32_t quads = W & ~3;
-    int32_t c = 0;
-    for (; c + 4 <= C; c += 4) {
-        int8_t *const d = row + c * plane_bytes + g->pad_w;
-        nn2c_dw_plane_quads(src + c, C, d, plane_bytes, quads);
-        for (int32_t x = quads; x < W; ++x) {
-            for (int32_t k = 0; k < 4; ++k) d[k * plane_bytes + x] = src[x * C + c + k];
-        }
+    const int32_t quads = W & ~3, groups = C & ~3;
+    for (int32_t c = 0; c < groups; c += 4) {
+        nn2c_dw_plane_quads(src + c, C, row + c * plane_bytes + g->pad_w, plane_bytes, quads);
     }
-    for (; c < C; ++c) {
-        for (int32_t x = 0; x < W; ++x) row[c * plane_bytes + g->pad_w + x] = src[x * C + c];
+    /* the rest byte by byte: the last W % 4 pixels of those channels, every pixel of the last C % 4 */
+    for (int32_t c = 0; c < C; ++c) {
+        for (int32_t x = c < groups ? quads : 0; x < W; ++x) row[c * plane_bytes + g->pad_w + x] = src[x * C + c];
     }
 }
 
@@ -3640,8 +3646,8 @@ static void nn2c_dw_plane_weights(const int16_t *w16, int32_t c, int32_t w[5]) {
     w[4] = (int32_t)(uint32_t)(uint16_t)t[4 * 7];
 }
 
-/* The doubled sums of one output row of one channel, `pairs` output pairs (an odd row's last pair reads one
- * column past it, inside the plane's pitch), from the plane rows at x, pitch bytes apart. Per pair and filter row
+/* The doubled sums of one output row of one channel, `pairs` output pairs, from the plane rows at x, pitch bytes
+ * apart. Per pair and filter row
  * one word of 4 input bytes, SXTB16 to (x0, x2) and (x1, x3), and 4 multiplies: SMLAD by (w0, w2) for both
  * outputs, SMLAxy of the middle tap for each. In assembly 26 instructions a pair (18 MACs, 13 registers). */
 NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pairs, const int32_t w[5], int32_t *sums) {
@@ -3696,129 +3702,115 @@ NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pair
 #endif
 }
 
-/* The sums of `rows` output rows of one channel (its plane rows from x), row after row from sums (not inlined: the
- * sums' 13 registers are all there are). */
+/* The sums of `rows` output rows of channel c (its plane rows from x; its filter from the int16 layout w16), row
+ * after row from sums (not inlined: the sums' 13 registers are all there are). */
 __attribute__((noinline)) static void nn2c_dw_plane_band_sums(const int8_t *x, int32_t pitch, int32_t pairs,
-                                                              int32_t rows, const int32_t w[5], int32_t *sums) {
+                                                              int32_t rows, const int16_t *w16, int32_t c,
+                                                              int32_t *sums) {
+    int32_t w[5];
+    nn2c_dw_plane_weights(w16, c, w);
     for (; rows > 0; --rows, x += pitch, sums += 2 * pairs) {
         nn2c_dw_plane_sums(x, pitch, pairs, w, sums);
     }
 }
 
-/* n outputs of one channel, C bytes apart from y, from their doubled sums plus the channel's doubled bias and
- * its doubled record r (m, 2^(r - 1) + offset 2^r, r: nn2c_record_requant_doubled). In assembly four at a time,
- * their sums in one LDM (fixed registers r0-r3, as its list must ascend): 29 instructions (two at a time took
- * 34); the last n % 4 in C. */
-NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t n, int32_t bias, const int32_t *r, int8_t *y,
-                                   int32_t C) {
-    int32_t k = 0;
+/* 4 quads outputs of one channel, C bytes apart from y, from their doubled sums plus the channel's doubled bias
+ * and its doubled record r (m, 2^(r - 1) + offset 2^r, r: nn2c_record_requant_doubled), four at a time, their
+ * sums in one LDM (fixed registers r0-r3, as its list must ascend): 29 instructions (two at a time took 34).
+ */
+NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, int32_t bias,
+                                                        const int32_t *r, int8_t *y, int32_t C) {
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
-    if (n >= 4) {
-        k = n & ~3;
-        const int32_t *const end = sums + k;
-        register int32_t s0 __asm__("r0"), s1 __asm__("r1"), s2 __asm__("r2"), s3 __asm__("r3");
-        int32_t hi;
+    const int32_t *const end = sums + 4 * quads;
+    register int32_t s0 __asm__("r0"), s1 __asm__("r1"), s2 __asm__("r2"), s3 __asm__("r3");
+    int32_t hi;
 #define NN2C_DW_PLANE_RQ(S) \
     "add    %[hi], %[h], %[" S "], asr #31\n\t" \
     "smmlar %[hi], %[" S "], %[m], %[hi]\n\t" \
     "asr    %[hi], %[hi], %[sh]\n\t" \
     "ssat   %[" S "], #8, %[hi]\n\t"
-        __asm__ volatile("1:\n\t"
-                         "ldm    %[q]!, {%[s0], %[s1], %[s2], %[s3]}\n\t"
-                         "add    %[s0], %[s0], %[b]\n\t"
-                         "add    %[s1], %[s1], %[b]\n\t"
-                         "add    %[s2], %[s2], %[b]\n\t"
-                         "add    %[s3], %[s3], %[b]\n\t"
-                         NN2C_DW_PLANE_RQ("s0") NN2C_DW_PLANE_RQ("s1") NN2C_DW_PLANE_RQ("s2") NN2C_DW_PLANE_RQ("s3")
-                         "strb   %[s0], [%[y]]\n\t"
-                         "strb   %[s1], [%[y], %[c]]\n\t"
-                         "add    %[y], %[y], %[c], lsl #1\n\t"
-                         "strb   %[s2], [%[y]]\n\t"
-                         "strb   %[s3], [%[y], %[c]]\n\t"
-                         "add    %[y], %[y], %[c], lsl #1\n\t"
-                         "cmp    %[q], %[end]\n\t"
-                         "bne    1b\n\t"
-                         : [q] "+r"(sums), [y] "+r"(y), [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3),
-                           [hi] "=&r"(hi)
-                         : [b] "r"(bias), [m] "r"(r[0]), [h] "r"(r[1]), [sh] "r"(r[2]), [c] "r"(C), [end] "r"(end)
-                         : "cc", "memory");
+    __asm__ volatile("1:\n\t"
+                     "ldm    %[q]!, {%[s0], %[s1], %[s2], %[s3]}\n\t"
+                     "add    %[s0], %[s0], %[b]\n\t"
+                     "add    %[s1], %[s1], %[b]\n\t"
+                     "add    %[s2], %[s2], %[b]\n\t"
+                     "add    %[s3], %[s3], %[b]\n\t"
+                     NN2C_DW_PLANE_RQ("s0") NN2C_DW_PLANE_RQ("s1") NN2C_DW_PLANE_RQ("s2") NN2C_DW_PLANE_RQ("s3")
+                     "strb   %[s0], [%[y]]\n\t"
+                     "strb   %[s1], [%[y], %[c]]\n\t"
+                     "add    %[y], %[y], %[c], lsl #1\n\t"
+                     "strb   %[s2], [%[y]]\n\t"
+                     "strb   %[s3], [%[y], %[c]]\n\t"
+                     "add    %[y], %[y], %[c], lsl #1\n\t"
+                     "cmp    %[q], %[end]\n\t"
+                     "bne    1b\n\t"
+                     : [q] "+r"(sums), [y] "+r"(y), [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3),
+                       [hi] "=&r"(hi)
+                     : [b] "r"(bias), [m] "r"(r[0]), [h] "r"(r[1]), [sh] "r"(r[2]), [c] "r"(C), [end] "r"(end)
+                     : "cc", "memory");
 #undef NN2C_DW_PLANE_RQ
+#else
+    for (int32_t k = 0; k < 4 * quads; ++k, y += C) {
+        *y = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)sums[k] + (uint32_t)bias), r);
     }
 #endif
-    for (; k < n; ++k, ++sums, y += C) {
-        *y = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)*sums + (uint32_t)bias), r);
-    }
 }
 
-/* A 3x3, stride 1 layer (pad_w, pad_h at most 1) with doubled records over the int16 filter, `band` output rows
- * at a time: per band, the band's input rows (and the two the window adds) transposed into one plane per channel
+/* A 3x3, stride 1 layer (pad_w, pad_h at most 1, one batch, out_w a multiple of 4) with doubled records over the
+ * int16 filter, `band` output rows at a time: per band, the band's input rows (and the two the window adds) transposed into one plane per channel
  * in scratch (nn2c_dw_plane_row; the last two rows of a band moved up for the next, so each input row is read once),
  * then channel by channel, row by row, the sums of output pairs (nn2c_dw_plane_sums: a word of one channel's
  * consecutive inputs serves two outputs) and their output stage. An output row is written after its band's inputs
  * are read: the in-place rule holds (memory/inplace.py). Scratch: the zero-point row's C bytes rounded up to a
- * word, C planes of (band + 2) x pitch bytes, the band's sums (8 ceil(out_w / 2) bytes a row). About 2.5 instructions a MAC
- * on the Cortex-M4 where a pixel's taps four channels at a time take 3.4-4 (vww_96_int8's layers, QEMU). */
-static void nn2c_dw_planes(const nn2c_dw_simd_params_t *p, const int8_t *input, const int16_t *w16, int8_t *output,
+ * word, C planes of (band + 2) x pitch bytes, the band's sums (4 out_w bytes a row). 2.7-2.9 instructions a MAC on
+ * the Cortex-M4 where a pixel's taps four channels at a time take 3.4-4 (vww_96_int8's 48- and 24-wide layers,
+ * QEMU); some 1.3 KB of code (--optimize speed only). */
+__attribute__((noinline)) static void nn2c_dw_planes(const nn2c_dw_simd_params_t *p, const int8_t *input,
+                                                     const int16_t *w16, int8_t *output,
                            int8_t *scratch) {
     /* the geometry in locals: int8 stores may alias the parameter struct, GCC would reload it */
     const nn2c_conv_geom_t geom = p->g;
     const nn2c_conv_geom_t *const g = &geom;
     const int32_t *const records = p->records;
     const int32_t C = g->in_c, out_w = g->out_w, band = p->band, pitch = nn2c_dw_plane_pitch(out_w);
-    const int32_t plane_bytes = (band + 2) * pitch, pairs = (out_w + 1) / 2, row_step = out_w * C;
+    const int32_t plane_bytes = (band + 2) * pitch, pairs = out_w / 2, row_step = out_w * C;
     int8_t *const planes = scratch + ((C + 3) & ~3);
     int32_t *const sums = (int32_t *)(void *)(planes + C * plane_bytes);
     const int32_t pad = nn2c_simd_splat(p->pad_value);
-    nn2c_simd_fill(planes, pad, C * plane_bytes); /* (the padding columns keep it: rows write the input's only) */
-    for (int32_t b = 0; b < g->batches; ++b) {
-        const int8_t *const in_b = input + (intptr_t)b * g->in_h * g->in_w * C;
-        int8_t *const out_b = output + (intptr_t)b * g->out_h * row_step;
-        for (int32_t y0 = 0; y0 < g->out_h; y0 += band) {
-            const int32_t rows = NN2C_MIN(band, g->out_h - y0);
-            int32_t slot = 0;
-            if (y0 > 0) { /* the previous band's last two rows are this one's first two */
-                for (int32_t c = 0; c < C; ++c) {
-                    int8_t *const plane = planes + c * plane_bytes;
-                    nn2c_move(plane, plane + band * pitch, (size_t)(2 * pitch));
+    nn2c_dw_plane_fill(planes, pad, C * plane_bytes); /* (the padding columns keep it: rows write the input's only) */
+    for (int32_t y0 = 0; y0 < g->out_h; y0 += band) { /* (one batch: the codegen's test) */
+        const int32_t rows = NN2C_MIN(band, g->out_h - y0);
+        int32_t slot = 0;
+        if (y0 > 0) { /* the previous band's last two rows are this one's first two (band >= 2: apart) */
+            for (int32_t *to = (int32_t *)(void *)planes; to != (int32_t *)(void *)(planes + C * plane_bytes);
+                 to += plane_bytes / 4) {
+                for (int32_t k = 0; k < pitch / 2; ++k) {
+                    to[k] = to[band * pitch / 4 + k];
+                    NN2C_LOOP_BARRIER();
                 }
-                slot = 2;
             }
-            for (; slot < rows + 2; ++slot) {
-                nn2c_dw_plane_row(g, in_b, y0 - g->pad_h + slot, planes, plane_bytes, pitch, slot, pad);
-            }
-            for (int32_t c = 0; c < C; ++c) {
-                int32_t w[5];
-                nn2c_dw_plane_weights(w16, c, w);
-                const int32_t *const group = records + 16 * (c / 4);
-                const int32_t bias = group[c & 3];
-                const int32_t *const rec = group + 4 + 3 * (c & 3);
-                const int8_t *const x = planes + c * plane_bytes;
-                int8_t *y = out_b + (intptr_t)y0 * row_step + c;
-                nn2c_dw_plane_band_sums(x, pitch, pairs, rows, w, sums);
-                const int32_t *q = sums;
-                for (int32_t r = 0; r < rows; ++r, q += 2 * pairs, y += row_step) {
-                    nn2c_dw_plane_out(q, out_w, bias, rec, y, C);
-                }
+            slot = 2;
+        }
+        for (; slot < rows + 2; ++slot) {
+            nn2c_dw_plane_row(g, input, y0 - g->pad_h + slot, planes, plane_bytes, pitch, slot, pad);
+        }
+        for (int32_t c = 0; c < C; ++c) {
+            const int32_t *const group = records + 16 * (c / 4);
+            int8_t *y = output + (intptr_t)y0 * row_step + c;
+            nn2c_dw_plane_band_sums(planes + c * plane_bytes, pitch, pairs, rows, w16, c, sums);
+            for (int32_t r = 0; r < rows; ++r, y += row_step) {
+                nn2c_dw_plane_out(sums + out_w * r, out_w / 4, group[c & 3], group + 4 + 3 * (c & 3), y, C);
             }
         }
     }
 }
 
-/* Whether nn2c_dw_planes runs this call: a layer the codegen gave a band (3x3, stride 1, doubled records over the
- * int16 filter), more than one output row (a row group's one-row calls keep the tap loop: their bands would
- * transpose three input rows for each) and input columns that fit a plane row. */
-NN2C_INLINE int nn2c_dw_takes_planes(const nn2c_dw_simd_params_t *p) {
-    const nn2c_conv_geom_t *const g = &p->g;
-    return p->band > 0 && g->out_h > 1 && g->pad_w + g->in_w <= nn2c_dw_plane_pitch(g->out_w) &&
-           g->filter_h == 3 && g->filter_w == 3 && g->stride_h == 1 && g->stride_w == 1 && g->dilation_h == 1 &&
-           g->dilation_w == 1;
-}
 #endif
 
 void nn2c_dw_s8_simd(const nn2c_dw_simd_params_t *p, const int8_t *input, const int8_t *filter, int8_t *output,
                      void *scratch) {
 #if !defined(NN2C_SIMD_MVE) && !defined(NN2C_OMIT_DSP_DW_PLANES)
-    if (nn2c_dw_takes_planes(p)) {
+    if (p->band) { /* (only a layer that runs on its own has one: a row group's copy of its parameters resets it) */
         nn2c_dw_planes(p, input, (const int16_t *)(const void *)filter, output, (int8_t *)scratch);
         return;
     }

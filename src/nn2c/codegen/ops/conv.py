@@ -763,13 +763,14 @@ DW_PLANE_MIN_WIDTH = 12
 
 def dw_plane_band(ctx: EmitContext, geom: Geometry) -> int:
     """The band of a DSP depthwise layer with doubled records over the int16 filter that runs over channel planes
-    (nn2c_dw_simd_params_t.band): a 3x3 filter at stride 1, dilation 1, padding at most 1, more than one output
-    row of at least DW_PLANE_MIN_WIDTH. Its planes are scratch, so --optimize speed always and balanced where more scratch is allowed
-    (EmitContext.extra_scratch: compile.plan_stages keeps them only where the arena does not grow); 0 else."""
+    (nn2c_dw_simd_params_t.band): a 3x3 filter at stride 1, dilation 1, padding at most 1, one batch, more than one
+    output row of at least DW_PLANE_MIN_WIDTH and a multiple of 4 (the output stage's step); 0 else. --optimize
+    speed only: the planes' code (about 1.3 KB on the Cortex-M4) would take a balanced build of tinyengine/vww over
+    a quarter of TFLM's runtime code (15,164 B against 15,131), their scratch can raise the arena."""
     shape = (geom.filter_h, geom.filter_w, geom.stride_h, geom.stride_w, geom.dilation_h, geom.dilation_w)
     if not (ctx.target.simd == "dsp" and shape == (3, 3, 1, 1, 1, 1) and geom.pad_h <= 1 and geom.pad_w <= 1
-            and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH
-            and (ctx.optimize == "speed" or (ctx.optimize == "balanced" and ctx.allows_extra_scratch()))):
+            and geom.batches == 1 and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH and geom.out_w % 4 == 0
+            and ctx.optimize == "speed"):
         return 0
     ctx.take_extra_scratch()
     ctx.take_path("DSP_DW_PLANES")
@@ -778,15 +779,14 @@ def dw_plane_band(ctx: EmitContext, geom: Geometry) -> int:
 
 
 def dw_plane_pitch(out_w: int) -> int:
-    """A plane row's bytes (nn2c_dw_plane_pitch): the output row's columns rounded up to pairs, plus two, in words."""
-    return ((out_w + 1) // 2 * 2 + 2 + 3) // 4 * 4
+    """A plane row's bytes (nn2c_dw_plane_pitch): the output row's columns (a multiple of 4) plus a word."""
+    return out_w + 4
 
 
 def dw_plane_scratch(geom: Geometry, band: int) -> int:
     """nn2c_dw_planes' scratch: the zero-point row (a word multiple), the channels' planes of band + 2 rows, the
-    sums of a band's output pairs."""
-    return (-(-geom.in_c // 4) * 4 + geom.in_c * (band + 2) * dw_plane_pitch(geom.out_w)
-            + 8 * band * ((geom.out_w + 1) // 2))
+    sums of a band's outputs."""
+    return -(-geom.in_c // 4) * 4 + geom.in_c * (band + 2) * dw_plane_pitch(geom.out_w) + 4 * band * geom.out_w
 
 
 # Shifts of a layer whose output stage fits records (nn2c_record_requant): r = -shift >= 2 makes the rounding's
