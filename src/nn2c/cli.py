@@ -215,10 +215,11 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
                    "the nonzero weights stored and multiplied): auto where the target's cost model (fitted in QEMU) "
                    "predicts them faster, off never, always wherever a layer allows it.")
 @click.option("--optimize", "optimize", type=click.Choice(list(OPTIMIZE)), default="balanced", show_default=True,
-              help="Where a kernel has a choice of weight layouts (int8 FULLY_CONNECTED, LSTM, SVDF on Cortex-M): "
-                   "speed = the "
-                   "fastest (Arm DSP: filters widened to int16, twice their flash), size = the least flash "
-                   "(weights no larger than the model's), balanced = between.")
+              help="Where a kernel has a choice of weight layouts or scratch (int8 FULLY_CONNECTED, LSTM, SVDF, "
+                   "DEPTHWISE_CONV_2D and sparse layers on Cortex-M): speed = the fastest (Arm DSP: filters widened "
+                   "to int16, 3x3 depthwise over channel planes, sparse pair tables and row pairs even where they "
+                   "raise the arena), size = the least flash (weights no larger than the model's), balanced = "
+                   "between (more scratch only where the arena stays as it is).")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
               help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
                    "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")
