@@ -158,7 +158,7 @@ def measure(model: str, pruning: str, core: str, records: int, workdir: Path, mo
     bench_target = "cortex-m4" if core == "portable" else core
     for mode in _modes(core, modes):
         # (large_memory=None: the larger memory map where a build does not fit the standard one, such as pair tables
-        # of a half-dense filter, 6 bytes a word)
+        # of a half-dense filter, 8 bytes a word)
         report = bench_model(path, target=bench_target, count=records, options=_options(core, mode),
                              workdir=workdir / f"{path.stem}_{core}_{mode}", large_memory=None)
         run.total[mode] = report.instructions_per_inference

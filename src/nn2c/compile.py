@@ -29,6 +29,7 @@ from nn2c.frontends.tflite_frontend import is_tflite, load_tflite
 from nn2c.ir import Graph, verify
 from nn2c.memory.arena import ArenaPlan, plan_arena
 from nn2c.memory.fusion import choose_steps
+from nn2c.memory.requests import live_bytes_per_step
 from nn2c.memory.schedule import Schedule, schedule
 from nn2c.options import SCHEDULES, CompileOptions
 from nn2c.passes.int8_io import expose_int8_io
@@ -155,16 +156,16 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte.
 
-    Sparse layers summed in row pairs or run over pair tables, and depthwise layers over channel planes, take more
-    scratch (EmitContext.extra_scratch): where some did, the stages run again without any, and they all stay if the
-    arena is no larger; else those whose step's live bytes with them stay within that arena (fitting_extras) are
-    planned once more and stay if the arena is still no larger. --optimize speed keeps them all (kws_ref_model
-    pruned 1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule, ad01_int8 2,560 more for
-    its pair tables, which a balanced build does not spend)."""
+    Sparse layers summed in row pairs or run over pair tables take more scratch (EmitContext.extra_scratch): where
+    some did, the stages run again without any, and they all stay if the arena is no larger; else those whose step's
+    live bytes with them stay within that arena (fitting_extras) are planned once more and stay if the arena is still
+    no larger. --optimize speed keeps them all (kws_ref_model pruned 1:8 on the Cortex-M4: 336 bytes more for its
+    row pairs at the default schedule; ad01_int8 2,560 more for all its pair tables, where a balanced build keeps
+    the one of its 8-input layer, in the same 768-byte arena)."""
     staged = _plan_stages(graph, name, options, step, extra_scratch=True)
     if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged
-    step("planning again without the layers' extra scratch (row pairs, pair tables, channel planes)")
+    step("planning again without the sparse layers' extra scratch (row pairs, pair tables)")
     without = _plan_stages(graph, name, options, step, extra_scratch=False)
     if staged[3].arena_bytes <= without[3].arena_bytes:
         return staged
@@ -180,12 +181,9 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
 def fitting_extras(took: set[int], step_codes: list[NodeCode], arena: ArenaPlan, limit: int) -> frozenset[int]:
     """The nodes (id) of `took` that run as steps of their own whose live bytes, every buffer live there counted
     apart (an in-place pair overlaps: an overestimate), stay within `limit` in `arena`'s plan."""
-    live = [0] * len(step_codes)
-    for request in arena.requests:
-        for k in range(request.first, min(request.last, len(live) - 1) + 1):
-            live[k] += request.size
+    live = live_bytes_per_step(arena.requests)
     return frozenset(id(code.node) for k, code in enumerate(step_codes)
-                     if id(code.node) in took and live[k] <= limit)
+                     if id(code.node) in took and live.get(k, 0) <= limit)
 
 
 def _plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],

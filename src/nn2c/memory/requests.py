@@ -45,8 +45,14 @@ def live_bytes_lower_bound(requests: list[BufferRequest], pairs: list | None = N
     `aligned`: every size (and distance) rounded up to the alignment, as a buffer at an aligned offset
     keeps the next one at least that far (a tighter bound on small tensors; not the reported one).
     """
+    return max(live_bytes_per_step(requests, pairs, aligned).values(), default=0)
+
+
+def live_bytes_per_step(requests: list[BufferRequest], pairs: list | None = None, aligned: bool = False
+                        ) -> dict[int, int]:
+    """The bytes live at each step from the first request's to the last one's (live_bytes_lower_bound's terms)."""
     if not requests:
-        return 0
+        return {}
 
     def rounded(n: int) -> int:
         return align_up(n, 16) if aligned else n
@@ -57,7 +63,7 @@ def live_bytes_lower_bound(requests: list[BufferRequest], pairs: list | None = N
         shared = size[p.input] + size[p.output] - max(rounded(p.distance) + size[p.input], size[p.output])
         saving_at[p.step] = saving_at.get(p.step, 0) + max(shared, 0)
     steps = range(min(r.first for r in requests), max(r.last for r in requests) + 1)
-    return max(sum(size[r.name] for r in requests if r.first <= s <= r.last) - saving_at.get(s, 0) for s in steps)
+    return {s: sum(size[r.name] for r in requests if r.first <= s <= r.last) - saving_at.get(s, 0) for s in steps}
 
 
 def check_plan(requests: list[BufferRequest], plan: MemoryPlan, pairs: list | None = None) -> None:
