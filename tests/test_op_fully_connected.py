@@ -65,6 +65,28 @@ def test_int8_fully_connected_cortex_m_layouts(tmp_path, target, batches, depth,
     assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
 
 
+
+def test_int8_fully_connected_deeper_than_16_bits(tmp_path):
+    """nn2c_gemm_s8_t's dimensions are 16-bit unless one is above 65,535 (NN2C_WIDE_GEOMETRY, as a convolution's
+    geometry): a FULLY_CONNECTED of 70,000 inputs builds with the 32-bit fields and stays bit-exact with TFLM."""
+    from nn2c.codegen.kernel_config import CONFIG_HEADER
+    from nn2c.codegen.render import KERNEL_DIR
+
+    rng = np.random.default_rng(70)
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 70_000), scale=0.05, zero_point=-3)
+    w = b.tensor("int8", (3, 70_000), scale=0.0004, zero_point=0, data=rng.integers(-127, 128, (3, 70_000)))
+    bias = b.tensor("int32", (3,), scale=2e-5, zero_point=0, data=rng.integers(-3000, 3000, 3))
+    y = b.tensor("int8", (1, 3), scale=2.0, zero_point=4)  # (sums' spread ~1.4e6 x 2e-5 / 2: outputs of some +-14)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": "NONE"})
+    path = tmp_path / "deep.tflite"
+    path.write_bytes(b.build([x], [y]))
+    options = CompileOptions(target="cortex-m4")
+    assert "#define NN2C_WIDE_GEOMETRY 1" in compile_model(path, options).files[f"{KERNEL_DIR}/{CONFIG_HEADER}"]
+    report = verify_model(path, count=3, references=("tflm",), workdir=tmp_path / "fc_c", options=options)
+    assert "tflm" not in report.skipped, report.skipped
+    assert report.comparisons and not [c for c in report.comparisons if c.mismatches]
+
 def test_dual_filter_layout_holds_both_channels_of_each_pair():
     """nn2c_gemm_s8_t.dual: each block's int16 halves h = A + 256 B (inputs 0 2 | 1 3), stored little-endian
     with B's byte B - [A < 0]; A is h's low byte sign-extended (SXTB16), and SMLAD's sums of the halves and of

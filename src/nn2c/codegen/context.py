@@ -206,6 +206,12 @@ class EmitContext:
                 dims = [int(v) for v in _GEOMETRY_VALUE.findall(str(value))]
                 self.wide_geometry = bool(self.wide_geometry) or any(not 0 <= v <= GEOMETRY_MAX for v in dims)
                 value = dims
+            elif name == "m" and isinstance(value, str):  # a matrix product's (nn2c_gemm_s8_t) as its initializer
+                dims = [int(v) for v in _GEMM_DIM_VALUE.findall(value)]
+                if any(not 0 <= v <= GEOMETRY_MAX for v in dims):
+                    self.wide_geometry = True
+                elif dims and self.wide_geometry is None:
+                    self.wide_geometry = False
             if name in WIDE_FIELDS:
                 continue
             for v in _integers(value):
@@ -253,10 +259,11 @@ class EmitContext:
 # params-struct fields declared wider than int32_t in kernels/*.h: the int64_t rounding constants
 # of the SIMD requantization and the uint32_t Q-format factors of the Signal spectral subtraction;
 # every other integer field is int32_t or narrower (tests/test_onnx_sanitize.py checks the headers)
-# nn2c_conv_geom_t's 16-bit fields (kernels/nn2c_conv.h) hold 0..GEOMETRY_MAX; a model with a dimension beyond
-# is built with 32-bit ones (NN2C_WIDE_GEOMETRY)
+# nn2c_conv_geom_t's 16-bit fields (kernels/nn2c_conv.h), and nn2c_gemm_s8_t's dimensions, hold 0..GEOMETRY_MAX;
+# a model with a dimension beyond is built with 32-bit ones (NN2C_WIDE_GEOMETRY)
 GEOMETRY_MAX = 65_535
 _GEOMETRY_VALUE = re.compile(r"\.\w+ = (-?\d+)")
+_GEMM_DIM_VALUE = re.compile(r"\.(?:out_c|depth|depth_padded) = (-?\d+)")
 
 WIDE_FIELDS = frozenset({"rounding", "smoothing", "one_minus_smoothing", "alternate_smoothing",
                          "alternate_one_minus_smoothing", "min_signal_remaining"})

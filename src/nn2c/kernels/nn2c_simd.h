@@ -30,20 +30,23 @@
 #include "nn2c_common.h"
 #include "nn2c_conv.h"
 
+/* The parameter structs' fields are as narrow as their values allow (a layer's struct is flash read once a call):
+ * dimensions nn2c_dim_t (nn2c_conv.h), int8 zero points and activation bounds int16_t, flags and block sizes
+ * uint8_t. Kernels read them as int. */
 typedef struct {
-    int32_t out_c;           /* right-operand rows = output channels */
-    int32_t depth;           /* dot-product length */
-    int32_t depth_padded;    /* depth rounded up to k_block */
-    int32_t rows_per_group;  /* G */
-    int32_t k_block;         /* KB */
+    nn2c_dim_t out_c;        /* right-operand rows = output channels */
+    nn2c_dim_t depth;        /* dot-product length */
+    nn2c_dim_t depth_padded; /* depth rounded up to k_block */
+    uint8_t rows_per_group;  /* G */
+    uint8_t k_block;         /* KB */
     const int32_t *bias;     /* bias + input_offset * sum(filter row), per output channel */
     const int32_t *multipliers;
     const int32_t *shifts;
     /* per channel: 2^30 + 2^(30 - shift), that - 2^31 (shifts < 0; nn2c_simd_requant); Arm DSP only (NULL on Helium) */
     const int64_t *rounding;
-    int32_t output_offset;
-    int32_t act_min, act_max;
-    int32_t right; /* 1: no shift is positive (the Helium kernels skip the left shift); 2: every shift is negative
+    int16_t output_offset;
+    int16_t act_min, act_max;
+    uint8_t right; /* 1: no shift is positive (the Helium kernels skip the left shift); 2: every shift is negative
                     * (and the rounding's sign fix needs no test of the shift) */
     /* Arm DSP, int8's whole activation range: the output stage as records instead of bias / multipliers /
      * shifts / rounding (NULL then), per group of 2 channels 8 words, the last pair padded: the 2 biases, then
@@ -60,11 +63,11 @@ typedef struct {
      * A's low byte). The records' second bias word of each pair holds A's bias + 256 B's; depth_padded is a
      * multiple of 8 (the loops take blocks two at a time). A FULLY_CONNECTED's needs a multiple of 4 channels and
      * of 8 inputs. */
-    int32_t dual;
+    uint8_t dual;
     /* Arm DSP convolutions with records: 1, their records are doubled (as nn2c_dw_simd_params_t.records, in pairs
      * of channels: 2 biases, then per channel m, 2^(r - 1) + offset 2^r and r; nn2c_record_requant_doubled) and
      * the kernels double each sum before its output stage (a dual filter's B sum by shifting one less) */
-    int32_t doubled;
+    uint8_t doubled;
 } nn2c_gemm_s8_t;
 
 /* FULLY_CONNECTED: batches rows of depth int8 values. */
@@ -77,8 +80,8 @@ typedef struct {
 typedef struct {
     nn2c_gemm_s8_t m;
     nn2c_conv_geom_t g;
-    int32_t pad_value; /* input zero point: what a padding tap reads */
-    int32_t pointwise; /* 1x1, stride 1, no padding: rows read in place when output and input are apart */
+    int16_t pad_value; /* input zero point: what a padding tap reads */
+    uint8_t pointwise; /* 1x1, stride 1, no padding: rows read in place when output and input are apart */
 } nn2c_conv_simd_params_t;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row). Filter, per
@@ -89,13 +92,13 @@ typedef struct {
  * channels first per 8 (0 2 4 6 1 3 5 7: the VMULLB / VMULLT lanes). */
 typedef struct {
     nn2c_conv_geom_t g;
-    int32_t pad_value;
+    int16_t pad_value;
     const int32_t *bias; /* folded as above, over all filter taps */
     const int32_t *multipliers;
     const int32_t *shifts;
     const int64_t *rounding;
-    int32_t output_offset;
-    int32_t act_min, act_max;
+    int16_t output_offset;
+    int16_t act_min, act_max;
     /* DSP, int8's whole activation range, every shift in [-24, -1]: the output stage as doubled records
      * instead of the four arrays above (NULL then), the filter's weights doubled too, so that each sum is twice
      * TFLite's; per group of 4 channels 16 words: the 4 doubled biases, then per channel its multiplier m,
