@@ -219,7 +219,8 @@ def main(ctx: click.Context, quiet: bool, verbose: int) -> None:
                    "DEPTHWISE_CONV_2D and sparse layers on Cortex-M): speed = the fastest (Arm DSP: filters widened "
                    "to int16, 3x3 depthwise over channel planes, sparse pair tables and row pairs even where they "
                    "raise the arena), size = the least flash (weights no larger than the model's), balanced = "
-                   "between (more scratch only where the arena stays as it is).")
+                   "between (more scratch only where the arena stays as it is: channel planes for output rows of "
+                   "24 or more).")
 @click.option("--npu", default=None, metavar="ethos-u55-128|ethos-u55-256|ethos-u65-256",
               help="Partition an int8 model between the CPU and an Arm Ethos-U NPU (Vela decides what may run "
                    "on it, a cost model what should); simulation build. Needs pip install 'nn2c[npu]'.")

@@ -156,16 +156,17 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte.
 
-    Sparse layers summed in row pairs or run over pair tables take more scratch (EmitContext.extra_scratch): where
-    some did, the stages run again without any, and they all stay if the arena is no larger; else those whose step's
-    live bytes with them stay within that arena (fitting_extras) are planned once more and stay if the arena is still
-    no larger. --optimize speed keeps them all (kws_ref_model pruned 1:8 on the Cortex-M4: 336 bytes more for its
-    row pairs at the default schedule; ad01_int8 2,560 more for all its pair tables, where a balanced build keeps
-    the one of its 8-input layer, in the same 768-byte arena)."""
+    Sparse layers summed in row pairs or run over pair tables, and depthwise layers over channel planes, take more
+    scratch (EmitContext.extra_scratch): where some did, the stages run again without any, and they all stay if the
+    arena is no larger; else those whose step's live bytes with them stay within that arena (fitting_extras) are
+    planned once more and stay if the arena is still no larger. --optimize speed keeps them all (kws_ref_model pruned
+    1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule; ad01_int8 2,560 more for all its
+    pair tables, where a balanced build keeps the one of its 8-input layer, in the same 768-byte arena; a lone
+    48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out)."""
     staged = _plan_stages(graph, name, options, step, extra_scratch=True)
     if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged
-    step("planning again without the sparse layers' extra scratch (row pairs, pair tables)")
+    step("planning again without the extra scratch of row pairs, pair tables and channel planes")
     without = _plan_stages(graph, name, options, step, extra_scratch=False)
     if staged[3].arena_bytes <= without[3].arena_bytes:
         return staged

@@ -74,8 +74,9 @@ class EmitContext:
         self.prefix = prefix
         self.sparse = sparse  # --sparse: auto (by the target's cost model), off or always
         self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
-        # sparse layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in row
-        # pairs, one-row layers over pair tables): allowed for every node, none, or the nodes of this set of
+        # layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in row pairs,
+        # one-row layers over pair tables; codegen/ops/conv.py: depthwise over channel planes at balanced): allowed
+        # for every node, none, or the nodes of this set of
         # id(node); the nodes that took it (compile.plan_stages keeps them only where the arena does not grow, or at
         # --optimize speed)
         self.extra_scratch = extra_scratch

@@ -759,19 +759,23 @@ DW_PLANE_BAND = 4
 # 12 outputs (108 MACs) about pays for (vww_96_int8 on the Cortex-M4, QEMU: its 12-wide layer 2% fewer instructions
 # over planes, its 6-wide ones 18-26% more)
 DW_PLANE_MIN_WIDTH = 12
+# ... at --optimize balanced: where the planes save more than their code costs
+DW_PLANE_BALANCED_MIN_WIDTH = 24
 
 
 def dw_plane_band(ctx: EmitContext, geom: Geometry) -> int:
     """The band of a DSP depthwise layer with doubled records over the int16 filter that runs over channel planes
     (nn2c_dw_simd_params_t.band): a 3x3 filter at stride 1, dilation 1, padding at most 1, one batch, more than one
     output row of at least DW_PLANE_MIN_WIDTH and a multiple of 4 (the output stage's step); 0 else. --optimize
-    speed only: the planes' code (about 1.3 KB on the Cortex-M4) would take a balanced build of tinyengine/vww over
-    a quarter of TFLM's runtime code (15,164 B against 15,131); their scratch is not weighed against the arena
-    (EmitContext.extra_scratch: a speed build keeps every layer's)."""
+    size never (the planes' code is about 1.3 KB on the Cortex-M4); balanced from DW_PLANE_BALANCED_MIN_WIDTH and
+    where the arena allows their scratch (EmitContext.extra_scratch; a speed build keeps every layer's)."""
     shape = (geom.filter_h, geom.filter_w, geom.stride_h, geom.stride_w, geom.dilation_h, geom.dilation_w)
     if not (ctx.target.simd == "dsp" and shape == (3, 3, 1, 1, 1, 1) and geom.pad_h <= 1 and geom.pad_w <= 1
-            and geom.batches == 1 and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH and geom.out_w % 4 == 0
-            and ctx.optimize == "speed"):
+            and geom.batches == 1 and geom.out_h > 1 and geom.out_w >= DW_PLANE_MIN_WIDTH and geom.out_w % 4 == 0):
+        return 0
+    if ctx.optimize == "balanced" and geom.out_w >= DW_PLANE_BALANCED_MIN_WIDTH and ctx.allows_extra_scratch():
+        ctx.take_extra_scratch()
+    elif ctx.optimize != "speed":
         return 0
     ctx.take_path("DSP_DW_PLANES")
     ctx.variant("planes")
