@@ -2336,6 +2336,28 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const nn2c_simd_word_t *const last_w =
         (const nn2c_simd_word_t *)(const void *)(packed_filter + (m->out_c - 1) * m->depth_padded);
     const int32_t *const last_rec = odd_records ? m->records + 4 * (m->out_c - 1) : NULL;
+    if (p->pointwise && !sink) {
+        /* 1x1, stride 1, no padding (a FULLY_CONNECTED sink takes the loop below): the pixels are consecutive rows
+         * of depth bytes, each pair expanded straight from the image before either output is written (the in-place
+         * rule above), without the window arithmetic of a pixel */
+        const int32_t pixels = g->batches * g->out_h * g->out_w, depth = m->depth, out_c = m->out_c;
+        const int8_t *x = input;
+        int8_t *out = output;
+        for (const int8_t *const end = input + (pixels & ~1) * depth; x != end; x += 2 * depth, out += 2 * out_c) {
+            nn2c_dsp_expand(x, depth, pair);
+            nn2c_dsp_expand(x + depth, depth, pair + 2);
+            nn2c_gemm_pair16(m, pair, packed_filter, out, out + out_c, right);
+            if (odd_records) {
+                nn2c_dsp_pair_last_channel(pair, m->depth_padded >> 2, last_w, last_rec, out + out_c - 1,
+                                           out + 2 * out_c - 1);
+            }
+        }
+        if (pixels & 1) {
+            nn2c_dsp_expand(x, depth, pair);
+            nn2c_gemm_one16(m, pair, packed_filter, out);
+        }
+        return;
+    }
     int8_t *pending = NULL;
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
