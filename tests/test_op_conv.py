@@ -456,6 +456,48 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
     assert weights.count("(dual)") == (0 if target == "cortex-m55" else 3)
 
 
+
+# 1x1 convolutions at stride 1 walked as pixel pairs of consecutive rows (Arm DSP, nn2c_conv_s8_run): an odd pixel
+# count over a depth of 6 (not whole words) into 10 channels (dual records), an odd channel count (the last one
+# apart), two batches of an odd pixel count each over 3 blocks of the depth (plain records: no pairs of blocks), a
+# depth of 60 (dual: padded to 64) over 21 pixels
+POINTWISE_CASES = [
+    Case((1, 5, 3, 6), 10, kernel=(1, 1), input_zp=-3, output_zp=4),
+    Case((1, 4, 4, 16), 9, kernel=(1, 1), input_zp=-128, output_zp=-128),
+    Case((2, 3, 3, 12), 6, kernel=(1, 1), input_zp=7, output_zp=-2),
+    Case((1, 7, 3, 60), 16, kernel=(1, 1), input_zp=127, output_zp=1),
+]
+
+
+def test_pointwise_pixel_pairs_in_qemu(tmp_path: Path):
+    """The Arm DSP's 1x1 convolutions over consecutive pixel pairs, bit-exact with TFLM in QEMU on inputs at -128
+    and 127 and at random: odd pixel counts (the last pixel alone), a depth of whole words and not, an odd channel
+    count, two batches, dual and plain records."""
+    from nn2c.targets import cortexm_bench
+    from nn2c.targets.cortexm_bench import bench_model
+    from nn2c.targets.cortexm_build import missing_tools
+    from nn2c.verify.inputs import random_records
+    from tests.c_safety import extreme_records
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing)} not installed")
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_quantized_model([(c, False) for c in POINTWISE_CASES], "int8", 9))
+    source = compile_model(path, CompileOptions(target="cortex-m4")).files["model.c"]
+    assert source.count(".pointwise = 1") == 4 and ".records = NULL" not in source, source
+    assert source.count(".dual = 1") == 2, source
+    records = extreme_records(compile_model(path, CompileOptions(target="cortex-m4")).graph)
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    try:
+        report = bench_model(path, target="cortex-m4", count=4, seed=3, workdir=tmp_path / "qemu")
+    finally:
+        monkeypatch.undo()
+    assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+    assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
 def test_a_convolution_with_a_shift_of_minus_one_keeps_its_dual_filter_in_qemu(tmp_path: Path):
     """A shift of -1 (r = 1) takes the convolutions' doubled records; their dual filter must not be refused for it
     (takes_dual once re-checked the earlier records' shift range). Bit-exact with TFLM in QEMU on the M4."""
