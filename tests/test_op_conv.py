@@ -360,6 +360,36 @@ def test_inconsistent_depth_multiplier(tmp_path: Path):
     assert "depth_multiplier 3" in _compile_error(tmp_path, b.build([x], [y]))
 
 
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_an_output_multiplier_from_2_to_the_30_is_one_error_line(tmp_path: Path, depthwise: bool):
+    """A filter scale of 1e38 on one channel (found by fuzzing person_detect in QEMU): TFLite Micro's requantisation
+    would shift left by more than 31 bits there (undefined; its result differed from nn2c's capped multiplier), so
+    the layer is refused with one line naming the operator, the channel and the multiplier; `nn2c compile` exits 2
+    with no traceback and writes no folder."""
+    from click.testing import CliRunner
+
+    from nn2c.cli import main
+
+    scales = [0.01, 1e38, 0.02]
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 4, 4, 3), scale=0.05, zero_point=1)
+    shape = (1, 3, 3, 3) if depthwise else (3, 3, 3, 3)
+    w = b.tensor("int8", shape, scale=scales, zero_point=[0, 0, 0], axis=3 if depthwise else 0,
+                 data=np.ones(shape, dtype=np.int64))
+    y = b.tensor("int8", (1, 4, 4, 3), scale=0.1, zero_point=-2)
+    options = {"padding": "SAME", "stride_h": 1, "stride_w": 1, **({"depth_multiplier": 1} if depthwise else {})}
+    b.op("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [x, w, -1], [y], options)
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(b.build([x], [y]))
+    for target in ("host", "cortex-m4"):
+        out = tmp_path / f"out_{target}"
+        result = CliRunner().invoke(main, ["compile", str(path), "--target", target, "-o", str(out)])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "op #0" in lines[0] and "channel 1's output multiplier" in lines[0], lines
+        assert "5e+37" in lines[0] and not out.exists(), lines  # 0.05 x 1e38 / 0.1
+
+
 
 @pytest.mark.parametrize("depthwise", [False, True])
 def test_pad_folded_into_conv(tmp_path: Path, depthwise: bool):
