@@ -196,3 +196,38 @@ def test_verify_json_reports_bit_exactness(tmp_path):
     tflm = [c for c in report["comparisons"] if c["reference"] == "tflm"]
     assert tflm and tflm[0]["max_abs_diff"] == 0 and tflm[0]["elements"] == 2 * 640
     assert "tflm" in result.stdout and "bit-exact" in result.stdout
+
+
+def _depthwise_with_an_absent_bias(tmp_path: Path) -> Path:
+    """An int8 DEPTHWISE_CONV_2D whose third input is -1 (an optional input left out, as the schema allows): nn2c
+    compiles it without a bias; TFLite Micro's interpreter crashes on it (a segfault, found by fuzzing vww_96_int8)
+    and LiteRT refuses to prepare it."""
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 4, 4, 3), scale=0.05, zero_point=1)
+    w = b.tensor("int8", (1, 3, 3, 3), scale=[0.01, 0.02, 0.03], zero_point=[0, 0, 0], axis=3,
+                 data=np.ones((1, 3, 3, 3), dtype=np.int64))
+    y = b.tensor("int8", (1, 4, 4, 3), scale=0.1, zero_point=-2)
+    b.op("DEPTHWISE_CONV_2D", [x, w, -1], [y], {"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                "depth_multiplier": 1})
+    path = tmp_path / "nobias.tflite"
+    path.write_bytes(b.build([x], [y]))
+    return path
+
+
+def test_a_reference_that_crashes_is_reported_not_fatal(tmp_path):
+    """TFLM runs in a child process (nn2c.verify.oracle.run_tflm): its crash on a model is a line saying so, and
+    `nn2c verify` ends in one error line saying that no reference could run the model (exit 6), not a segfault of
+    nn2c itself; `nn2c bench` compares with nn2c's host build instead."""
+    from nn2c.targets.cortexm_build import missing_tools
+
+    path = _depthwise_with_an_absent_bias(tmp_path)
+    result = nn2c("verify", str(path), "--inputs", "2")
+    assert result.returncode == 6 and "Traceback" not in result.stderr, (result.returncode, result.stderr)
+    assert "tflm   could not run this model: RuntimeError: TFLite Micro crashed on this model (signal 11)" in (
+        result.stdout + result.stderr)
+    assert_one_line_error(result, "no reference runtime could run this model")
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY (bench part): {', '.join(missing_tools())} not installed")
+    bench = nn2c("bench", str(path), "--inputs", "1", "--json")
+    assert bench.returncode == 0 and "Traceback" not in bench.stderr, bench.stderr
+    assert '"reference": "host"' in bench.stdout and "TFLite Micro crashed" in bench.stdout, bench.stdout

@@ -510,6 +510,9 @@ def verify(model, count, seed, json_path) -> None:
         else:
             Path(json_path).write_text(payload)
     if not report.passed():
+        if not report.comparisons:  # every reference installed refused (or crashed on) the model
+            raise VerificationError(f"{model}: no reference runtime could run this model (see above), so nn2c's "
+                                    "outputs were compared with none; check the model with the runtime it is meant for")
         if "tflm" in report.missing:
             from nn2c.verify.oracle import INSTALL_ORACLE
 

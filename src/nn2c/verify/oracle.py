@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +32,7 @@ REFERENCES = {
 }
 
 _LITERT_MISSING_EXIT = 97  # the LiteRT child process could not import ai_edge_litert
+_TFLM_TIMEOUT = 1800  # seconds for run_tflm's child (LiteRT's has the same)
 
 
 class MissingReferenceError(UsageError):
@@ -91,13 +94,58 @@ def _quiet_stderr():
 def run_tflm(model_path: str | Path | bytes, records: list[list[np.ndarray]], num_outputs: int
              ) -> list[list[np.ndarray]]:
     """Run records in sequence on one TFLM interpreter (state carries over, as in the C runner); the
-    model is a file or its bytes."""
+    model is a file or its bytes. In a forked child process, as LiteRT in its own: TFLM's interpreter can
+    crash (a segfault, on fuzzed vww_96_int8 files it accepts) and must not take `nn2c verify` or `nn2c bench`
+    down with it. Its errors are raised here; a crash is a RuntimeError saying so."""
     try:
-        from tflite_micro.python.tflite_micro import runtime
+        from tflite_micro.python.tflite_micro import runtime  # noqa: F401  (imported once, the children inherit it)
     except ImportError as exc:
         raise _import_error("tflm", exc) from exc
 
     data = model_path if isinstance(model_path, bytes) else Path(model_path).read_bytes()
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_tflm_child, args=(data, records, num_outputs, send))
+    child.start()
+    send.close()
+    payload: Any = None
+    try:
+        kind, payload = receive.recv() if receive.poll(_TFLM_TIMEOUT) else ("timeout", None)
+    except EOFError:  # the child died before it answered
+        kind = "crash"
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+    if kind == "ok":
+        return list(payload)
+    if kind == "error":
+        raise payload if isinstance(payload, BaseException) else RuntimeError(str(payload))
+    if kind == "timeout":
+        raise RuntimeError(f"TFLite Micro did not finish within {_TFLM_TIMEOUT} s")
+    code = child.exitcode if child.exitcode is not None else 0
+    how = f"signal {-code}" if code < 0 else f"exit status {code}"
+    raise RuntimeError(f"TFLite Micro crashed on this model ({how})")
+
+
+def _tflm_child(data: bytes, records: list[list[np.ndarray]], num_outputs: int, send: Any) -> None:
+    """run_tflm's child: the outputs, or the exception (as itself where it pickles, else a RuntimeError)."""
+    try:
+        message: tuple[str, Any] = ("ok", _run_tflm_inprocess(data, records, num_outputs))
+    except Exception as exc:  # the interpreter refuses the model: the parent raises it
+        message = ("error", exc)
+    try:
+        send.send(message)
+    except Exception as exc:  # an exception that does not pickle
+        send.send(("error", RuntimeError(f"{type(message[1]).__name__}: {message[1]}"[:400] if message[0] == "error"
+                                         else f"TFLite Micro's outputs could not be returned: {exc}")))
+    send.close()
+
+
+def _run_tflm_inprocess(data: bytes, records: list[list[np.ndarray]], num_outputs: int) -> list[list[np.ndarray]]:
+    from tflite_micro.python.tflite_micro import runtime
+
     with _quiet_stderr():
         interpreter = runtime.Interpreter.from_bytes(data, arena_size=max(len(data) * 10, 16 << 20))
     results = []
