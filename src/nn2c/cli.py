@@ -31,7 +31,7 @@ EXIT_CODES = {
     3: "unsupported operator (named, with its index)",
     4: "over --ram-budget / --flash-budget (names the operator at the peak)",
     5: "C compiler, cross toolchain or built program failed",
-    6: "outputs differ from the reference runtime",
+    6: "outputs differ from the reference runtime, or no reference could run the model",
     7: "bad usage (missing file, output folder exists, wrong option)",
     130: "interrupted",
 }
