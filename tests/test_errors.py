@@ -231,3 +231,22 @@ def test_a_reference_that_crashes_is_reported_not_fatal(tmp_path):
     bench = nn2c("bench", str(path), "--inputs", "1", "--json")
     assert bench.returncode == 0 and "Traceback" not in bench.stderr, bench.stderr
     assert '"reference": "host"' in bench.stdout and "TFLite Micro crashed" in bench.stdout, bench.stdout
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_a_convolution_output_larger_than_its_input_makes_is_one_error_line(tmp_path, target):
+    """A 1x1 CONV_2D from a 1x48 input declared 48x48 (found by fuzzing person_detect: its depthwise output's shape
+    cut to one row): its windows past the padding would read past the input (the generated code crashed on the
+    host and ran on for minutes in QEMU), so the layer is refused in one line, exit 2, no folder."""
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 1, 48, 8), scale=0.05, zero_point=1)
+    w = b.tensor("int8", (16, 1, 1, 8), scale=[0.01] * 16, zero_point=[0] * 16, axis=0,
+                 data=np.ones((16, 1, 1, 8), dtype=np.int64))
+    y = b.tensor("int8", (1, 48, 48, 16), scale=0.1, zero_point=-2)
+    b.op("CONV_2D", [x, w, -1], [y], {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    path = tmp_path / "taller.tflite"
+    path.write_bytes(b.build([x], [y]))
+    out = tmp_path / "out"
+    result = nn2c("compile", str(path), "--target", target, "-o", str(out))
+    assert_one_line_error(result, "op #0 CONV_2D", "output 48x48 is larger than the 1x48")
+    assert result.returncode == 2 and not out.exists()

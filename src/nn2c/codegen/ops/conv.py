@@ -37,6 +37,7 @@ from nn2c.codegen.ops.common import (
     zero_point,
 )
 from nn2c.codegen.ops.matmul import conv_f32_runtime_filter
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multipliers
 
@@ -100,13 +101,20 @@ def _geometry(ctx: EmitContext, node: Node, x: Value, out: Value, filter_h: int,
     if out_b != batches:
         raise ctx.unsupported(f"input batch {batches} differs from output batch {out_b}")
     if "explicit_padding" in node.attrs:  # a zero-point PAD folded in (passes/fuse_pad.py)
-        pad_h, _, pad_w, _ = (int(v) for v in node.attrs["explicit_padding"])
+        pad_h, bottom, pad_w, right = (int(v) for v in node.attrs["explicit_padding"])
+        rows = (in_h + pad_h + bottom - (filter_h - 1) * dilation_h - 1) // stride_h + 1
+        columns = (in_w + pad_w + right - (filter_w - 1) * dilation_w - 1) // stride_w + 1
     else:
         # TFLite computes the padding from its own output size; the loops use the output tensor's
-        pad_h = compute_padding(stride_h, dilation_h, in_h, filter_h,
-                                compute_out_size(padding, in_h, filter_h, stride_h, dilation_h))
-        pad_w = compute_padding(stride_w, dilation_w, in_w, filter_w,
-                                compute_out_size(padding, in_w, filter_w, stride_w, dilation_w))
+        rows = compute_out_size(padding, in_h, filter_h, stride_h, dilation_h)
+        columns = compute_out_size(padding, in_w, filter_w, stride_w, dilation_w)
+        pad_h = compute_padding(stride_h, dilation_h, in_h, filter_h, rows)
+        pad_w = compute_padding(stride_w, dilation_w, in_w, filter_w, columns)
+    if out_h > rows or out_w > columns:  # (fewer: TFLM computes those alone, and so do the kernels)
+        # windows past the padding would read past the input (TFLM skips such taps; nn2c's kernels do not)
+        raise InvalidModelError(f"{node.where()}: output {out_h}x{out_w} is larger than the {rows}x{columns} "
+                                f"that the {in_h}x{in_w} input, the filter, strides, dilations and padding make; "
+                                "the model's shapes are inconsistent, re-export it")
     return Geometry(batches, in_h, in_w, in_c, out_h, out_w, out_c, filter_h, filter_w, stride_h, stride_w,
                     dilation_h, dilation_w, pad_h, pad_w)
 
