@@ -63,6 +63,21 @@ FOUND = [
 ]
 
 
+# What campaigns of TFLite mutants built and run found (the QEMU one: mutants of person_detect and vww_96_int8
+# compiled for the Cortex-M4, run in QEMU and compared with TFLM; the host one: built with ASan + UBSan), fixed at
+# the root; each has a regression test on a minimal model (tests/test_op_conv.py, tests/test_errors.py)
+FOUND_TFLITE: list[str] = [
+    "a filter scale of 1e38 on one channel (person_detect): an output multiplier of 2^30 or more, where TFLite "
+    "Micro's requantisation shifts left by 31 bits or more (undefined in C++), and nn2c's capped multiplier gave "
+    "outputs up to 5 away from TFLM's; now InvalidModelError naming the layer, the channel and the multiplier",
+    "a DEPTHWISE_CONV_2D's bias input set to -1 (vww_96_int8): TFLite Micro's interpreter segfaults on it, which "
+    "took nn2c verify and nn2c bench down with it; TFLM now runs in a child process, its crash a line of the report",
+    "a depthwise layer's output shape cut to one row (person_detect): the next 1x1 convolution, declared 48x48 over "
+    "a 1x48 input, read past its input (a segfault on the host, minutes in QEMU); a CONV_2D or DEPTHWISE_CONV_2D "
+    "whose declared output is larger than its input, filter, strides, dilations and padding make is now refused",
+]
+
+
 # What the campaign seeded from the ONNX backend suite found (attribute, value and shape mutants of
 # the newer operators), fixed at the root; the kept mutants are tests/assets/fuzz/onnx_*.onnx, each
 # checked by tests/test_fuzz.py.
@@ -175,7 +190,7 @@ def main() -> int:
             from tests.onnx_backend_sanitize import build_and_run_sanitized
 
             execute = build_and_run_sanitized
-        for fmt, models, executor in (("TFLite", TFLITE_MODELS, None), ("ONNX", onnx_models, execute)):
+        for fmt, models, executor in (("TFLite", TFLITE_MODELS, execute), ("ONNX", onnx_models, execute)):
             if fmt.lower() not in formats:
                 continue
             print(f"{fmt}: {len(models)} seeds, {args.seconds:g} s ...", flush=True)
@@ -201,8 +216,8 @@ def main() -> int:
         "shapes, Q/DQ scales/zero points/axes, opsets and domains, op types, hostile nodes inserted on an edge, "
         "external data), attribute values nudged within their type (ints, floats, strings, lists), initializer "
         "and Constant values (NaN, inf, limits, out-of-range indices) and plausible input shapes. Both: byte flips "
-        "and truncation. Built and run: ONNX mutants that compiled, built with ASan + UBSan and run on a random "
-        "and 10 extreme records (up to half of the campaign's time; in brackets, those whose generated code "
+        "and truncation. Built and run: mutants that compiled (both formats), built with ASan + UBSan and run on a "
+        "random and 10 extreme records (up to half of the campaign's time; in brackets, those whose generated code "
         "failed to build, reported or crashed).",
         "",
         "| format | inputs | compiled | rejected (by nn2c error type) | tracebacks | MemoryErrors | hangs (> 30 s) "
@@ -220,6 +235,8 @@ def main() -> int:
                   + "; ".join(f"{v} x {k}" for k, v in kinds.most_common())]
     lines += ["", "Bugs the ONNX fuzzer found, fixed at the root (a regression test each in `tests/test_fuzz.py`):", ""]
     lines += [f"- {item}" for item in FOUND]
+    lines += ["", "Found by campaigns of TFLite mutants built and run (in QEMU against TFLM, and on the host with ASan "
+              "+ UBSan; a regression test each on a minimal model):", "", *(f"- {item}" for item in FOUND_TFLITE)]
     if FOUND_BACKEND:
         lines += ["", "Found by the campaign seeded from the backend suite (kept mutants in `tests/assets/fuzz/`, "
                   "checked by `tests/test_fuzz.py`):", "", *(f"- {item}" for item in FOUND_BACKEND)]

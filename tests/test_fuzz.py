@@ -1,8 +1,9 @@
 """Bounded fuzz campaigns on mutated real models: every input compiles or ends in one nn2c error.
 
 No traceback, no hang (30 s per input), no MemoryError; 60 s of TFLite mutants and 60 s of ONNX
-mutants (the two tests run in parallel under -n 2), and 60 s of mutants of the ONNX backend suite's
-cases, some of which are also built with ASan + UBSan and run on extreme inputs. A longer campaign
+mutants (the two tests run in parallel under -n 2), 40 s of person_detect and vww_96_int8 mutants, and 60 s of
+mutants of the ONNX backend suite's cases; those of the last two that compile are in part built with ASan + UBSan
+and run on extreme inputs. A longer campaign
 is bench/fuzz.py. The regression tests below are the bugs the ONNX campaign found, each reduced to
 one edit of a seed.
 """
@@ -49,6 +50,19 @@ def _assert_clean(result, fmt: str, min_inputs: int) -> None:
 def test_fuzz_campaign_has_no_crash_hang_or_traceback():
     result = run_campaign([model_path(m) for m in FUZZ_MODELS], seconds=30, seed=2026)
     _assert_clean(result, "tflite", 200)
+
+
+def test_fuzz_campaign_tflite_builds_and_runs_accepted_mutants():
+    """Mutants of person_detect and vww_96_int8 that compile are built with ASan + UBSan and run on a random and the
+    extreme records half of the time: the generated code must neither report nor crash (such campaigns found a
+    1x1 convolution declared larger than its input, which read past it)."""
+    require_cc()
+    from tests.onnx_backend_sanitize import build_and_run_sanitized
+
+    seeds = [model_path("tflite_micro/person_detect.tflite"), model_path("mlcommons_tiny/vww_96_int8.tflite")]
+    result = run_campaign(seeds, seconds=40, seed=2028, execute=build_and_run_sanitized, execute_share=0.5)
+    _assert_clean(result, "tflite", 60)
+    assert result.executed >= 3, "too few accepted mutants were built and run to mean anything"
 
 
 def test_fuzz_campaign_onnx_has_no_crash_hang_or_traceback():
@@ -430,21 +444,29 @@ def test_depthwise_filter_of_rank_1_is_one_clean_error():
 
 def test_huge_output_multiplier_wraps_instead_of_overflowing(tmp_path):
     """A 1x1 CONV_2D whose output scale became 1e-30 (a multiplier of 2**70): the requantised value plus
-    the zero point overflowed int32 (UBSan, found on person_detect); it now wraps as TFLM's sum does."""
+    the zero point overflowed int32 (UBSan, found on person_detect); it now wraps as TFLM's sum does, up to a
+    multiplier just under 2^30 (an output scale of 4e-10: 6.25e8). From 2^30 TFLite Micro's requantisation
+    shifts left by 31 bits or more, which is undefined: 1e-30 is refused in one error naming the channel."""
     from tests.onnx_backend_sanitize import build_and_run_sanitized
     from tests.tflite_builder import ModelBuilder
 
     require_cc()
-    b = ModelBuilder()
-    x = b.tensor("int8", (1, 2, 2, 4), scale=0.5, zero_point=0)
-    w = b.tensor("int8", (3, 1, 1, 4), scale=[0.5] * 3, zero_point=[0] * 3, axis=0,
-                 data=np.arange(12).reshape(3, 1, 1, 4) - 6)
-    y = b.tensor("int8", (1, 2, 2, 3), scale=1e-30, zero_point=-128)
-    b.op("CONV_2D", [x, w, -1], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 1})
-    path = tmp_path / "huge_multiplier.tflite"
-    path.write_bytes(b.build(inputs=[x], outputs=[y]))
+
+    def model(out_scale: float) -> Path:
+        b = ModelBuilder()
+        x = b.tensor("int8", (1, 2, 2, 4), scale=0.5, zero_point=0)
+        w = b.tensor("int8", (3, 1, 1, 4), scale=[0.5] * 3, zero_point=[0] * 3, axis=0,
+                     data=np.arange(12).reshape(3, 1, 1, 4) - 6)
+        y = b.tensor("int8", (1, 2, 2, 3), scale=out_scale, zero_point=-128)
+        b.op("CONV_2D", [x, w, -1], [y], {"padding": "VALID", "stride_w": 1, "stride_h": 1})
+        path = tmp_path / f"multiplier_{out_scale:g}.tflite"
+        path.write_bytes(b.build(inputs=[x], outputs=[y]))
+        return path
+
     for options in (CompileOptions(), CompileOptions(sparse="always")):
-        assert build_and_run_sanitized(compile_model(path, options), tmp_path / options.sparse) is None
+        assert build_and_run_sanitized(compile_model(model(4e-10), options), tmp_path / options.sparse) is None
+        with pytest.raises(InvalidModelError, match=r"op #0 CONV_2D .*channel 0's output multiplier.* is 2.5e\+29"):
+            compile_model(model(1e-30), options)
 
 
 def test_model_output_marked_variable_is_one_clean_error():

@@ -63,24 +63,30 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
 
 # A requantisation multiplier from which TFLite Micro's default build (double rounding: QuantizeMultiplier's
 # exponent not capped) shifts left by 31 or more in MultiplyByQuantizedMultiplier (1 << 31 and beyond, undefined in
-# C++): no reference result exists, so the layers that requantise so refuse it (quantize_multipliers)
+# C++): no reference result exists, so the layers that requantise so refuse it (defined_requant_multipliers)
 REQUANT_MULTIPLIER_LIMIT = 2.0**30
+
+
+def defined_requant_multipliers(real_multipliers: Sequence[float]) -> list[float]:
+    """A layer's per-channel requantisation multipliers (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+    TRANSPOSE_CONV, BATCH_MATMUL), as given; ValueError naming the first channel whose multiplier is
+    REQUANT_MULTIPLIER_LIMIT or more."""
+    real = list(real_multipliers)
+    for channel, value in enumerate(real):
+        if value >= REQUANT_MULTIPLIER_LIMIT:
+            raise ValueError(f"channel {channel}'s output multiplier, input x filter / output scale, is "
+                             f"{value:.3g}: TFLite's requantisation is undefined from 2^30")
+    return real
 
 
 def quantize_multipliers(real_multipliers: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """quantize_multiplier of each (int32 mantissas, int32 shifts), on arrays: the same IEEE double
     steps (frexp, the product by 2^31, + 0.5 and floor), so the same integers, for a layer's channels
-    at once. For the per-channel requantisation of CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and
-    BATCH_MATMUL: a multiplier of REQUANT_MULTIPLIER_LIMIT or more raises ValueError."""
+    at once."""
     real = np.asarray(real_multipliers, dtype=np.float64).reshape(-1)
     bad = ~np.isfinite(real) | (real < 0.0)
     if bad.any():
         raise ValueError(f"quantization multiplier {real[bad][0]} is not a finite non-negative number")
-    huge = real >= REQUANT_MULTIPLIER_LIMIT
-    if huge.any():
-        channel = int(np.argmax(huge))
-        raise ValueError(f"channel {channel}'s output multiplier, input x filter / output scale, is "
-                         f"{real[channel]:.3g}: TFLite's requantisation is undefined from 2^30")
     fraction, shift = np.frexp(real)
     scaled = fraction * float(1 << 31)
     q_fixed = (np.floor(np.abs(scaled) + 0.5) * np.where(scaled >= 0, 1.0, -1.0)).astype(np.int64)

@@ -7,6 +7,7 @@ from nn2c.ir import Value
 from nn2c.quant.fixedpoint import (
     activation_range_float,
     activation_range_quantized,
+    defined_requant_multipliers,
     quantize_multipliers,
 )
 
@@ -45,7 +46,7 @@ def float_activation_range(ctx: EmitContext, activation: str) -> tuple[float, fl
 
 def multiplier_arrays(ctx: EmitContext, real_multipliers: list[float]) -> tuple[str, str]:
     """Flash arrays of the Q31 mantissas and shifts of real multipliers (TFLite QuantizeMultiplier)."""
-    mantissas, shifts = quantize_multipliers(real_multipliers)
+    mantissas, shifts = quantize_multipliers(defined_requant_multipliers(real_multipliers))
     return (
         ctx.const_array(mantissas, "int32_t", "output multipliers"),
         ctx.const_array(shifts, "int32_t", "output shifts"),

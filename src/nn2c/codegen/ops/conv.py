@@ -39,7 +39,7 @@ from nn2c.codegen.ops.common import (
 from nn2c.codegen.ops.matmul import conv_f32_runtime_filter
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
-from nn2c.quant.fixedpoint import quantize_multipliers
+from nn2c.quant.fixedpoint import defined_requant_multipliers, quantize_multipliers
 
 LANES = 8  # output channels per float block (NN2C_CONV_LANES)
 
@@ -371,7 +371,8 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
 
 def _real_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
     in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    return (in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist()  # the same IEEE steps
+    # (the same IEEE steps as TFLite's)
+    return defined_requant_multipliers((in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist())
 
 
 def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:

@@ -41,7 +41,7 @@ from nn2c.codegen.ops.sparse import (
 )
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
-from nn2c.quant.fixedpoint import quantize_multipliers
+from nn2c.quant.fixedpoint import defined_requant_multipliers, quantize_multipliers
 
 
 def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_max: int, batches: int) -> bool:
@@ -153,7 +153,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
 
     if x.type.dtype == "int8" and w.type.dtype == "int8" and out.type.dtype == "int8":
         in_scale, out_scale = scale(x), scale(out)
-        real = [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)]
+        real = defined_requant_multipliers(
+            [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)])
         act_min, act_max = int_activation_range(ctx, activation, out)
         constant = sparse_candidate(w, bias)  # also what the SIMD kernel needs: the offset folded into the bias
         # a [1, H, W, C] input stays on the dense kernels, which row groups can stream (codegen/stream.py)
