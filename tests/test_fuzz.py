@@ -469,6 +469,14 @@ def test_huge_output_multiplier_wraps_instead_of_overflowing(tmp_path):
             compile_model(model(1e-30), options)
 
 
+def test_pooling_without_its_options_is_one_clean_error():
+    """kws_ref_model_float32 with an operator's opcode index moved to AVERAGE_POOL_2D, its options still
+    Conv2DOptions (bench/fuzz.py, --seed 1): the in-place analysis read the pooling's filter size and raised
+    KeyError (a traceback); TFLM would pool over a window of 0. Now one error naming the operator."""
+    with pytest.raises(InvalidModelError, match=r"op #3 AVERAGE_POOL_2D .*no Pool2DOptions"):
+        compile_model(FUZZ_ASSETS / "kws_float_average_pool_without_its_options.tflite")
+
+
 def test_model_output_marked_variable_is_one_clean_error():
     """The converter's sparse MLP with its output tensor's is_variable flag set (6 random bytes): the
     arena planner kept it with the state, and writing the C raised KeyError (a traceback)."""

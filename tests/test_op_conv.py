@@ -751,7 +751,7 @@ def test_depthwise_planes_in_qemu(tmp_path: Path, monkeypatch, build: str):
     bit-exact with TFLM through its assembly (-O2: the 4 x 4 byte transposes, the output pairs' sums, the output
     stage four at a time), its C versions (NN2C_NO_INLINE_ASM) and the host's portable build under ASan + UBSan,
     on inputs at -128 and 127 and at random; at -O2 also vww_96_int8 at --optimize speed (its three layers 12 or more
-    wide in place in its arena over planes) and none at the default (the planes' code is a speed option)."""
+    wide in place in its arena over planes), its 48- and 24-wide ones at the default and none at size."""
     from nn2c.targets import cortexm_build
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools

@@ -3788,7 +3788,7 @@ NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, int32_t b
  * band's inputs are read: the in-place rule holds (memory/inplace.py). Scratch: the zero-point row's C bytes rounded
  * up to a word, C planes of (band + 2) x pitch bytes, the band's sums (4 out_w bytes a row). 2.7-2.9 instructions a
  * MAC on the Cortex-M4 where a pixel's taps four channels at a time take 3.4-4 (vww_96_int8's 48- and 24-wide layers,
- * QEMU); some 1.3 KB of code (--optimize speed only). */
+ * QEMU); some 1.3 KB of code (--optimize speed; balanced from rows of 24 where the arena allows). */
 __attribute__((noinline)) static void nn2c_dw_planes(const nn2c_dw_simd_params_t *p, const int8_t *input,
                                                      const int16_t *w16, int8_t *output, int8_t *scratch) {
     /* the geometry in locals: int8 stores may alias the parameter struct, GCC would reload it */

@@ -111,7 +111,8 @@ typedef struct {
      * halves of its words' SXTB16 are the int16 filter's words: 2 instructions more a tap, half the bytes), its
      * weights not doubled and the records' biases neither (the sums are doubled before the output stage) */
     uint8_t filter8;
-    /* DSP (and hosts running its layout), --optimize speed, a 3x3 filter at stride 1 and dilation 1, pad_w and
+    /* DSP (and hosts running its layout), --optimize speed (balanced: out_w of 24 or more where the arena allows
+     * the scratch), a 3x3 filter at stride 1 and dilation 1, pad_w and
      * pad_h at most 1, one batch, out_w a multiple of 4, doubled records over the int16 filter: output rows a band
      * of nn2c_dw_planes (each channel's input rows transposed into a plane of scratch: C planes of (band + 2) rows
      * of out_w + 4 bytes, after the zero-point row's C bytes rounded up to a word, then 4 out_w bytes of sums a band

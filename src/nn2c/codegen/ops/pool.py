@@ -28,6 +28,7 @@ from nn2c.codegen.ops.common import (
     scale,
     zero_point,
 )
+from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier
 
@@ -58,8 +59,12 @@ def pool_geometry(node: Node, ctx: EmitContext, x: Value, out: Value) -> dict[st
     padding = node.attrs.get("padding", "SAME")
     if padding not in ("SAME", "VALID"):
         raise ctx.unsupported(f"padding {padding!r} is not SAME or VALID")
+    if "filter_height" not in node.attrs or "filter_width" not in node.attrs:
+        # (options of another operator's type, or none: TFLM would pool over a window of 0)
+        raise InvalidModelError(f"{node.where()}: no Pool2DOptions (filter size); the operator's options do not "
+                                "match its type, re-export the model")
     stride_h, stride_w = int(node.attrs.get("stride_h", 1)), int(node.attrs.get("stride_w", 1))
-    filter_h, filter_w = int(node.attrs.get("filter_height", 1)), int(node.attrs.get("filter_width", 1))
+    filter_h, filter_w = int(node.attrs["filter_height"]), int(node.attrs["filter_width"])
     if min(stride_h, stride_w, filter_h, filter_w) < 1:
         raise ctx.unsupported("pooling strides and filter sizes must be positive")
     batches, in_h, in_w, depth = x.type.shape
