@@ -12,6 +12,7 @@ finding (status SANITIZER).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import resource
@@ -165,12 +166,18 @@ def run_case_sanitized(case: BackendCase, workdir: Path) -> Outcome:
     return judged
 
 
+RUN_LIMIT_BYTES = 256 << 20
+
+
 def build_and_run_sanitized(result: CompileResult, workdir: Path, timeout: float = 30.0) -> str | None:
     """For fuzz campaigns (nn2c.fuzz.campaign's `execute`): build an accepted model's C with ASan +
     UBSan and run it on one seeded random record and the extreme records. None when all of it is
-    clean, else what went wrong, in one line."""
-    result.write(workdir, force=True)
+    clean, else what went wrong, in one line. A model whose inputs hold more than RUN_LIMIT_BYTES is not run
+    (a fuzzed shape of 65535 x 128 x 128: its records alone would take gigabytes here)."""
     graph = result.graph
+    if sum(math.prod(v.type.shape) * 8 for v in graph.inputs) > RUN_LIMIT_BYTES:  # (int64 while drawn)
+        return None
+    result.write(workdir, force=True)
     try:
         exe = build_sanitized(workdir, workdir / "runner")
     except BuildError as exc:
