@@ -76,9 +76,8 @@ class EmitContext:
         self.optimize = optimize  # --optimize: speed, balanced or size (options.OPTIMIZE)
         # layers may take more scratch for fewer instructions (codegen/ops/sparse.py: four rows summed in row pairs,
         # one-row layers over pair tables; codegen/ops/conv.py: depthwise over channel planes at balanced): allowed
-        # for every node, none, or the nodes of this set of
-        # id(node); the nodes that took it (compile.plan_stages keeps them only where the arena does not grow, or at
-        # --optimize speed)
+        # for every node, none, or the nodes of this set of id(node); took_extra_scratch: the nodes that took it
+        # (compile.plan_stages keeps them only where the arena does not grow, or at --optimize speed)
         self.extra_scratch = extra_scratch
         self.took_extra_scratch: set[int] = set()
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host

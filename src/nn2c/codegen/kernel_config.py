@@ -19,8 +19,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_DW_ARRAYS": "Arm DSP depthwise output stage from four per-channel arrays (not records)",
     "DSP_DW_INT8": "Arm DSP depthwise from records over an int8 filter (--optimize size)",
     "DSP_DW_INT16": "Arm DSP depthwise from records over an int16 filter (--optimize speed and balanced)",
-    "DSP_DW_PLANES": "Arm DSP depthwise 3x3 at stride 1 over channel planes in scratch (nn2c_dw_planes, --optimize "
-                     "speed)",
+    "DSP_DW_PLANES": "Arm DSP depthwise 3x3 at stride 1 over channel planes in scratch (nn2c_dw_planes: --optimize "
+                     "speed, or balanced for rows of 24 or more where the arena allows)",
     "DSP_DW_PARTIAL": "Arm DSP depthwise from records over a channel count that is not a multiple of 4: its last "
                       "1-3 channels byte by byte",
     "DSP_GEMM_ARRAYS": "Arm DSP convolution output stage from per-channel arrays (not records)",

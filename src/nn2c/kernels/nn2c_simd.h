@@ -81,7 +81,8 @@ typedef struct {
     nn2c_gemm_s8_t m;
     nn2c_conv_geom_t g;
     int16_t pad_value; /* input zero point: what a padding tap reads */
-    uint8_t pointwise; /* 1x1, stride 1, no padding: rows read in place when output and input are apart */
+    uint8_t pointwise; /* 1x1, stride 1, no padding: the pixels are the rows themselves (DSP: walked two at a time;
+                        * MVE and portable: read in place when output and input are apart) */
 } nn2c_conv_simd_params_t;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row). Filter, per

@@ -55,11 +55,9 @@ def _window_distance(node: Node, x: Value, out: Value) -> int | None:
         assert weights is not None
         kh, kw = weights.type.shape[1], weights.type.shape[2]
         dh, dw = attrs.get("dilation_hfactor", 1), attrs.get("dilation_wfactor", 1)
-    elif "filter_height" in attrs and "filter_width" in attrs:
+    else:  # (a pooling without its filter size is refused by its lowering, which runs first: pool_geometry)
         kh, kw = attrs["filter_height"], attrs["filter_width"]
         dh = dw = 1
-    else:  # a pooling without its options (the lowering refuses it): no in-place pair
-        return None
     sh, sw = attrs.get("stride_h", 1), attrs.get("stride_w", 1)
     if "explicit_padding" in attrs:  # PAD folded into the operator (passes/fuse_pad.py)
         pad_h, _, pad_w, _ = attrs["explicit_padding"]

@@ -137,9 +137,8 @@ def _tflm_child(data: bytes, records: list[list[np.ndarray]], num_outputs: int, 
         message = ("error", exc)
     try:
         send.send(message)
-    except Exception as exc:  # an exception that does not pickle
-        send.send(("error", RuntimeError(f"{type(message[1]).__name__}: {message[1]}"[:400] if message[0] == "error"
-                                         else f"TFLite Micro's outputs could not be returned: {exc}")))
+    except Exception:  # an exception that does not pickle (the outputs, numpy arrays, do)
+        send.send(("error", RuntimeError(f"{type(message[1]).__name__}: {message[1]}"[:400])))
     send.close()
 
 

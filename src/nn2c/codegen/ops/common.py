@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from nn2c.codegen.context import EmitContext
 from nn2c.ir import Value
 from nn2c.quant.fixedpoint import (
@@ -44,9 +46,16 @@ def float_activation_range(ctx: EmitContext, activation: str) -> tuple[float, fl
         raise ctx.unsupported(str(exc)) from None
 
 
+def requant_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
+    """A layer's per-channel requantisation multipliers, input scale x filter scale / output scale in double (the
+    same IEEE steps as TFLite's), each checked by defined_requant_multipliers."""
+    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
+    return defined_requant_multipliers((in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist())
+
+
 def multiplier_arrays(ctx: EmitContext, real_multipliers: list[float]) -> tuple[str, str]:
     """Flash arrays of the Q31 mantissas and shifts of real multipliers (TFLite QuantizeMultiplier)."""
-    mantissas, shifts = quantize_multipliers(defined_requant_multipliers(real_multipliers))
+    mantissas, shifts = quantize_multipliers(real_multipliers)
     return (
         ctx.const_array(mantissas, "int32_t", "output multipliers"),
         ctx.const_array(shifts, "int32_t", "output shifts"),

@@ -33,13 +33,13 @@ from nn2c.codegen.ops.common import (
     float_activation_range,
     int_activation_range,
     multiplier_arrays,
-    scale,
+    requant_multipliers,
     zero_point,
 )
 from nn2c.codegen.ops.matmul import conv_f32_runtime_filter
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
-from nn2c.quant.fixedpoint import defined_requant_multipliers, quantize_multipliers
+from nn2c.quant.fixedpoint import quantize_multipliers
 
 LANES = 8  # output channels per float block (NN2C_CONV_LANES)
 
@@ -102,8 +102,8 @@ def _geometry(ctx: EmitContext, node: Node, x: Value, out: Value, filter_h: int,
         raise ctx.unsupported(f"input batch {batches} differs from output batch {out_b}")
     if "explicit_padding" in node.attrs:  # a zero-point PAD folded in (passes/fuse_pad.py)
         pad_h, bottom, pad_w, right = (int(v) for v in node.attrs["explicit_padding"])
-        rows = (in_h + pad_h + bottom - (filter_h - 1) * dilation_h - 1) // stride_h + 1
-        columns = (in_w + pad_w + right - (filter_w - 1) * dilation_w - 1) // stride_w + 1
+        rows = compute_out_size("VALID", pad_h + in_h + bottom, filter_h, stride_h, dilation_h)
+        columns = compute_out_size("VALID", pad_w + in_w + right, filter_w, stride_w, dilation_w)
     else:
         # TFLite computes the padding from its own output size; the loops use the output tensor's
         rows = compute_out_size(padding, in_h, filter_h, stride_h, dilation_h)
@@ -134,7 +134,7 @@ def _channel_scales(ctx: EmitContext, w: Value, channels: int, axis: int) -> lis
 
 
 def _quantized_multipliers(ctx: EmitContext, x: Value, out: Value, filter_scales: list[float]) -> tuple[str, str]:
-    return multiplier_arrays(ctx, _real_multipliers(x, out, filter_scales))
+    return multiplier_arrays(ctx, requant_multipliers(x, out, filter_scales))
 
 
 def _check_int8_offsets(ctx: EmitContext, x: Value) -> None:
@@ -369,12 +369,6 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     return fields, packed
 
 
-def _real_multipliers(x: Value, out: Value, filter_scales: list[float]) -> list[float]:
-    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    # (the same IEEE steps as TFLite's)
-    return defined_requant_multipliers((in_scale * np.asarray(filter_scales, dtype=np.float64) / out_scale).tolist())
-
-
 def _pack_float_filter(w: np.ndarray, groups: int) -> np.ndarray:
     """OHWI -> [group][block of LANES output channels][H][W][I][LANES], zero-padded lanes."""
     out_c, fh, fw, fic = w.shape
@@ -542,7 +536,7 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
             or not sparse_candidate(w, bias)):
         return False
     rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, geom.in_c)
-    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
+    real = requant_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     pairs = row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max)
     layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w, pairs=pairs)
     if layout is None:
@@ -567,7 +561,7 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     if rows is None:
         rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, -1)
     rows = np.ascontiguousarray(rows)
-    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
+    real = requant_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, filter_axis))
     if _conv_rows(ctx, geom, x, rows, bias, out, real, act_min, act_max):
         return
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
@@ -702,7 +696,7 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     lanes = ctx.target.dw_lanes
     assert lanes is not None, f"{ctx.target.name} has no depthwise SIMD kernel"
     data = np.asarray(w.data, dtype=np.int8).reshape(-1, geom.out_c)  # [taps][channels]
-    real = _real_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
+    real = requant_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 3))
     mantissas, shifts = quantize_multipliers(real)
     bias_data = None if bias is None else np.asarray(bias.data)
     per_channel = {

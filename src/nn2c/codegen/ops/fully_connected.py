@@ -18,7 +18,7 @@ from nn2c.codegen.ops.common import (
     float_activation_range,
     int_activation_range,
     multiplier_arrays,
-    scale,
+    requant_multipliers,
     scales,
     zero_point,
 )
@@ -41,7 +41,7 @@ from nn2c.codegen.ops.sparse import (
 )
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node
-from nn2c.quant.fixedpoint import defined_requant_multipliers, quantize_multipliers
+from nn2c.quant.fixedpoint import quantize_multipliers
 
 
 def _fc_rows(ctx: EmitContext, node: Node, real: list[float], act_min: int, act_max: int, batches: int) -> bool:
@@ -89,8 +89,7 @@ def fc_s8_params(ctx: EmitContext, node: Node) -> str:
     x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None
     output_depth = w.type.shape[0]
-    in_scale, out_scale = scale(x), scale(out)
-    real = [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)]
+    real = requant_multipliers(x, out, scales(w))
     act_min, act_max = int_activation_range(ctx, node.fused_activation, out)
     mult, shift = multiplier_arrays(ctx, real)
     return ctx.params_struct("nn2c_fc_s8_params_t", {
@@ -152,9 +151,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
     dims = {"batches": batches, "accum_depth": accum_depth, "output_depth": output_depth}
 
     if x.type.dtype == "int8" and w.type.dtype == "int8" and out.type.dtype == "int8":
-        in_scale, out_scale = scale(x), scale(out)
-        real = defined_requant_multipliers(
-            [float(np.float64(in_scale) * np.float64(s) / np.float64(out_scale)) for s in scales(w)])
+        real = requant_multipliers(x, out, scales(w))
         act_min, act_max = int_activation_range(ctx, activation, out)
         constant = sparse_candidate(w, bias)  # also what the SIMD kernel needs: the offset folded into the bias
         # a [1, H, W, C] input stays on the dense kernels, which row groups can stream (codegen/stream.py)

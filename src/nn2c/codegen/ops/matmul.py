@@ -34,6 +34,7 @@ from nn2c.codegen.ops.common import (
     float_activation_range,
     int_activation_range,
     multiplier_arrays,
+    requant_multipliers,
     scale,
     zero_point,
 )
@@ -253,8 +254,7 @@ def transpose_conv(node: Node, ctx: EmitContext) -> None:
     dtype = dtypes[0]
     if dtype == "int16" and (zero_point(x) or zero_point(out)):
         raise ctx.unsupported("int16 TRANSPOSE_CONV needs zero points of 0")
-    in_scale, out_scale = np.float64(scale(x)), np.float64(scale(out))
-    real = [float(in_scale * np.float64(s) / out_scale) for s in _filter_scales(ctx, w, geometry["out_c"])]
+    real = requant_multipliers(x, out, _filter_scales(ctx, w, geometry["out_c"]))
     mult, shift = multiplier_arrays(ctx, real)
     act_min, act_max = int_activation_range(ctx, activation, out)
     bias_ptr = _tconv_bias(ctx, bias, dtype, geometry["out_c"])
