@@ -259,12 +259,12 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
             f"| {(w_sparse / w_dense if w_dense else 0):.2f}x | {verdict} |")
     sized = [r for r in runs if "size-off" in r.total and "size-auto" in r.total]
     if sized:
-        lines += ["", "At `--optimize size` (the cores whose target packs: nn2c.target sparse_packed_extra): a one-row "
-                  "FULLY_CONNECTED", "that `--sparse auto` takes stores each position as a 4-bit step from the previous "
-                  "one (the packed", "layout, codegen/ops/sparse.py packed_layout) where that is smaller than the dense "
-                  "int8 rows and predicted", "no slower than the dense kernel at size; the other sparse layers keep "
-                  "byte positions. Dense = `--sparse off`", "at the same level; `balanced` = the table above's dense "
-                  "build.", "",
+        lines += ["", "At `--optimize size` (the cores whose target packs: nn2c.target sparse_packed_extra): a layer "
+                  "that `--sparse auto`", "takes stores each position as a 4-bit step from the previous one (the packed "
+                  "layout, codegen/ops/sparse.py", "packed_layout) where that is smaller than the dense int8 rows and "
+                  "predicted no slower than the dense kernel", "at size (one row: nn2c_sparse_row1_packed; four: "
+                  "nn2c_sparse_row4_packed; section `sparse_packed` below);", "the others keep byte positions. Dense = "
+                  "`--sparse off` at the same level; `balanced` = the table above's dense build.", "",
                   "| model | pruning | core | instr dense (size) | instr auto (size) | ratio | weights dense (size) "
                   "| weights auto (size) | ratio | ratio to balanced dense | TFLM |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -364,6 +364,152 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     return "\n".join(lines) + "\n"
 
 
+# --packed: the packed layout at --optimize size against the dense build at size, on the cores whose target packs
+PACKED_MODES = ["size-off", "size-auto", "size-always"]
+
+
+@dataclass
+class PackedLayer:
+    model: str
+    pruning: str
+    index: int
+    op: str
+    rows: int  # input rows
+    out_c: int
+    depth: int
+    entries: int  # stored entries of the packed layout (padding included)
+    nonzeros: int
+    filter_dense: int  # bytes of the int8 rows
+    filter_packed: int  # bytes of the packed layout: counts, 4-bit steps, values
+    instructions: dict[str, float] = field(default_factory=dict)  # mode -> per inference
+    packed_in: dict[str, bool] = field(default_factory=dict)  # mode -> ran the sparse kernel
+
+    @property
+    def packable(self) -> bool:
+        """Whether --sparse auto may pack the layer at all (codegen/ops/sparse.py sparse_plan: fewer than 2/3
+        nonzeros, the packed layout smaller than the int8 rows)."""
+        return 3 * self.nonzeros < 2 * self.filter_dense and self.filter_packed < self.filter_dense
+
+
+def measure_packed(model: str, pruning: str, core: str, records: int, workdir: Path
+                   ) -> tuple[dict[str, tuple[float, int, str]], list[PackedLayer]]:
+    """One pruned model at --optimize size with --sparse off, auto and always (every sparse-able layer packed): its
+    totals (instructions, weight bytes, TFLM) per mode and its sparse-able layers."""
+    from nn2c.codegen.ops.sparse import packed_layout
+
+    path = _prune(model, pruning, workdir)
+    always = compile_model(path, _options(core, "size-always"))
+    layers: dict[int, PackedLayer] = {}
+    for k, step in enumerate(steps_of(always)):
+        if getattr(step, "op", None) not in ("FULLY_CONNECTED", "CONV_2D"):
+            continue
+        w = step.inputs[1]
+        if w is None or w.data is None:
+            continue
+        rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
+        layout = packed_layout(rows)
+        if layout is None:
+            continue
+        layers[k] = PackedLayer(model, pruning, k, step.op, step.outputs[0].type.num_elements // rows.shape[0],
+                                rows.shape[0], rows.shape[1], layout.entries, int(np.count_nonzero(rows)), rows.size,
+                                layout.flash_bytes)
+    totals = {}
+    for mode in PACKED_MODES:
+        report = bench_model(path, target=core, count=records, options=_options(core, mode),
+                             workdir=workdir / f"{path.stem}_{core}_{mode}", large_memory=None)
+        bad = sum(c.mismatches for c in report.comparisons)
+        verdict = ("not run: " + "; ".join(report.skipped.values()) if report.skipped or not report.comparisons
+                   else "bit-exact" if bad == 0 else f"{bad} values differ")
+        totals[mode] = (report.instructions_per_inference, report.footprint.flash_weights, verdict)
+        for layer in report.layers:
+            if layer.index in layers:
+                layers[layer.index].instructions[mode] = layer.instructions
+                layers[layer.index].packed_in[mode] = any(call in SPARSE_CALLS for call in layer.calls)
+    return totals, [x for x in layers.values() if x.packed_in.get("size-always")]
+
+
+def packed_extra_fit(layers: list[PackedLayer], core: str, blocked: bool) -> tuple[tuple[float, float], float] | None:
+    """The packed layout's extra instructions over the shipped sparse model (Target.packed_extra): relative least
+    squares of measured - predicted (byte layout model, the packed entries) over (entries x rows, out_c x rows), on
+    the layers --sparse auto may pack (PackedLayer.packable); with the largest |predicted / measured - 1|."""
+    from nn2c.codegen.ops.sparse import predicted_costs
+
+    target = get_target(core)
+    samples = [x for x in layers if (x.rows >= 4) == blocked and x.packable]
+    if len(samples) < 4:
+        return None
+    base = np.array([predicted_costs(target, x.out_c, x.depth, x.rows, x.entries)[1] for x in samples])
+    measured = np.array([x.instructions["size-always"] for x in samples])
+    a = np.array([[x.entries * x.rows, x.out_c * x.rows] for x in samples], dtype=np.float64)
+    coef, *_ = np.linalg.lstsq(a / measured[:, None], (measured - base) / measured, rcond=None)
+    shipped = (float(f"{coef[0]:.3g}"), float(f"{coef[1]:.3g}"))
+    error = float(np.max(np.abs((base + a @ np.array(shipped)) / measured - 1.0)))
+    return shipped, error
+
+
+def packed_table(results: list[tuple[str, str, dict[str, tuple[float, int, str]], list[PackedLayer]]],
+                 core: str) -> str:
+    """The `sparse_packed` section: per pruned model the sparse-able layers' filter bytes dense and packed, the
+    totals at size, and the packed extras' fit."""
+    layers = [x for *_, found in results for x in found]
+    lines = ["## Sparse kernels: the packed layout at `--optimize size`", "",
+             f"Written by `bench/sparse.py --packed` ({core}, QEMU, bit-exact with TFLM where the last column says so). "
+             "Each pruned model (as above) is compiled at `--optimize size` with `--sparse off` (dense), `auto` and "
+             "`always`, `--schedule layer`. The packed layout stores a nonzero as its int8 weight and a 4-bit step "
+             "from the previous one (codegen/ops/sparse.py packed_layout), one list a channel padded to 4 entries, "
+             "a uint16 count a channel; one input row runs nn2c_sparse_row1_packed, four or more "
+             "nn2c_sparse_row4_packed (1x1 convolutions). Filter bytes = the sparse-able layers' (FULLY_CONNECTED, "
+             "unpadded 1x1 CONV_2D) int8 rows dense, against their packed layout (`always` stores every one so); the "
+             "output stage per channel (bias, multiplier, shift) is the same in both and not counted. Weights = the "
+             "whole model's flash weight bytes.", "",
+             "| model | pruning | filter bytes dense | packed | ratio | instr dense (size) | instr always (size) | ratio "
+             "| instr auto (size) | ratio | weights dense | weights always | weights auto | TFLM |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for model, pruning, totals, found in results:
+        dense_bytes = sum(x.filter_dense for x in found)
+        packed_bytes = sum(x.filter_packed for x in found)
+        off, always, auto = totals["size-off"], totals["size-always"], totals["size-auto"]
+        verdicts = {v for *_, v in totals.values()}
+        lines.append(f"| {Path(model).name} | {pruning} | {dense_bytes:,} | {packed_bytes:,} | "
+                     f"{packed_bytes / max(dense_bytes, 1):.2f}x | {off[0]:,.0f} | {always[0]:,.0f} | "
+                     f"{always[0] / off[0]:.2f}x | {auto[0]:,.0f} | {auto[0] / off[0]:.2f}x | {off[1]:,} | {always[1]:,} "
+                     f"| {auto[1]:,} | {', '.join(sorted(verdicts))} |")
+    chosen = [x for x in layers if x.packed_in.get("size-auto") and "size-off" in x.instructions]
+    slower = [x for x in chosen if x.instructions["size-auto"] >= x.instructions["size-off"]]
+    blocks = [x for x in chosen if x.rows >= 4]
+    lines += ["", f"`--sparse auto` at size packed {len(chosen)} measured layers ({len(blocks)} of four rows or more); "
+              f"{len(slower)} of them ran slower than the dense kernel at size.", "",
+              "Packed layers of four rows or more, per layer (instructions per inference at size):", "",
+              "| model | pruning | op | rows | filter | density | dense (size) | packed (always) | ratio | auto chose |",
+              "|---|---|---|---:|---|---:|---:|---:|---:|---|"]
+    for x in layers:
+        if x.rows < 4 or "size-off" not in x.instructions:
+            continue
+        lines.append(f"| {Path(x.model).name} | {x.pruning} | {x.index} {x.op} | {x.rows} | {x.out_c} x {x.depth} | "
+                     f"{x.nonzeros / max(x.filter_dense, 1):.2f} | {x.instructions['size-off']:,.0f} | "
+                     f"{x.instructions['size-always']:,.0f} | "
+                     f"{x.instructions['size-always'] / x.instructions['size-off']:.2f}x | "
+                     f"{'packed' if x.packed_in.get('size-auto') else 'dense'} |")
+    lines += ["", "The packed layout's extra instructions over the byte layout's shipped model (sparse_row_cost, "
+              "sparse_block_cost), per stored entry and input row and per output channel and input row: relative least "
+              "squares over the `always` builds' layers that `auto` may pack (fewer than 2/3 nonzeros, the packed layout "
+              "smaller than the int8 rows; shipped in nn2c.target as sparse_packed_extra, "
+              "sparse_packed_block_extra; `auto` packs a one-row layer where predicted <= 1.3x the dense model, "
+              "SIZE_SAFETY, four rows where <= 0.85x, auto_margin). Max error = the largest |predicted / measured - 1|.",
+              "", "| rows | layers | fitted | max error | shipped |", "|---|---:|---|---:|---|"]
+    target = get_target(core)
+    for blocked in (False, True):
+        found_fit = packed_extra_fit(layers, core, blocked)
+        shipped = target.packed_extra(blocked)
+        if found_fit is None:
+            lines.append(f"| {'four or more' if blocked else 'one'} | 0 | - | - | {shipped} |")
+            continue
+        coef, error = found_fit
+        lines.append(f"| {'four or more' if blocked else 'one'} | {sum((x.rows >= 4) == blocked and x.packable for x in layers)} | "
+                     f"{coef} | {error:.0%} | {shipped}{' (the same)' if shipped == coef else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 # layer shapes for the break-even table: (label, output channels, inputs per output, input rows)
 BREAK_EVEN_SHAPES = [
     ("ad01 FULLY_CONNECTED 640 -> 128", 128, 640, 1),
@@ -417,6 +563,8 @@ def main() -> int:
     parser.add_argument("--save", type=Path, help="also write the measured runs as JSON")
     parser.add_argument("--all-layers", action="store_true", help="the per-layer table for every core")
     parser.add_argument("--load", type=Path, help="tabulate the runs of a --save file instead of measuring")
+    parser.add_argument("--packed", action="store_true",
+                        help="only measure the packed layout at --optimize size on the Cortex-M4 (the sparse_packed section)")
     parser.add_argument("--break-even", action="store_true",
                         help="only write the break-even density table from the shipped models (no QEMU)")
     parser.add_argument("--remeasure", action="store_true",
@@ -428,6 +576,26 @@ def main() -> int:
         if not args.no_write:
             replace_section("sparse_break_even", text)
         return 0
+    if args.packed:
+        results = []
+        if args.load:
+            for model, pruning, totals, found in json.loads(args.load.read_text()):
+                results.append((model, pruning, {k: tuple(v) for k, v in totals.items()},
+                                [PackedLayer(**x) for x in found]))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                for model in args.models:
+                    for pruning in args.prunings:
+                        totals, found = measure_packed(model, pruning, "cortex-m4", args.records, Path(tmp))
+                        print(f"{model} {pruning}: {totals}", flush=True)
+                        results.append((model, pruning, totals, found))
+        if args.save:
+            args.save.write_text(json.dumps([(m, p, t, [asdict(x) for x in f]) for m, p, t, f in results]))
+        text = packed_table(results, "cortex-m4")
+        print(text)
+        if not args.no_write:
+            replace_section("sparse_packed", text)
+        return 0 if all(v[2] == "bit-exact" for *_, totals, _ in results for v in totals.values()) else 1
     runs = []
     if args.load:
         for data in json.loads(args.load.read_text()):

@@ -157,12 +157,12 @@ def test_sparse_kernels_match_tflm_on_pruned_models(model, spec, schedule, calls
 @pytest.mark.parametrize("optimize", ["balanced", "size"])
 def test_sparse_kernels_sanitizer_clean_on_extreme_inputs(optimize, tmp_path):
     """ASan + UBSan, all-min and all-max inputs, both kernels, the in-place fallback: still TFLM's; at
-    --optimize size the FULLY_CONNECTED reads the packed layout (its cursor stays inside the row)."""
+    --optimize size every layer reads the packed layout (the cursors stay inside the rows)."""
     require_cc()
     path = pruned(KWS, "1:8", tmp_path)
     result = compile_model(path, CompileOptions(sparse="always", schedule="layer", optimize=optimize))
     assert all(sparse_calls(result).values())
-    assert result.files[f"{result.name}.c"].count(".packed = 1") == (optimize == "size")
+    assert result.files[f"{result.name}.c"].count(".packed = 1") == 5 * (optimize == "size")  # (4 convolutions)
     exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
     records = extreme_records(result.graph)
     assert_records_match(run(exe, records, result.graph.inputs, result.graph.outputs),
@@ -354,11 +354,12 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
         assert paired.keys() == sparse.keys() and sum(paired.values()) < 0.45 * dense, (paired, dense)
 
 
-@pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5)])
+@pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5), ("size", 5)])
 def test_channel_records_on_the_shapes_ad01_lacks_in_qemu(optimize, batches, tmp_path):
     """The Arm DSP's record loops (nn2c_sparse_row1_records: one segment, int8's whole range;
     nn2c_sparse_row1_records_any: the rest; nn2c_sparse_row1_packed at --optimize size; a batch of 5:
-    nn2c_sparse_row4_records for 4 rows, then a row alone) on what pruned ad01 does not have: a per-channel
+    nn2c_sparse_row4_records, or nn2c_sparse_row4_packed at size, for 4 rows, then a row alone) on what pruned ad01
+    does not have: a per-channel
     filter, a RELU6 (a range inside int8's: clamped after SSAT) over one and over two segments, channels with
     no nonzero at all (also in a per-tensor filter's assembly loop), and counts of 4, 8 and 12 entries (the
     assembly's odd and even numbers of four); bit-exact with TFLM."""
@@ -594,6 +595,22 @@ def test_row_pairs_only_where_the_arena_allows(tmp_path, monkeypatch):
     assert sum("nn2c_conv_s8_sparse" in layer.calls for layer in report.layers) == calls >= vww_pairs
 
 
+def _size_builds(model: Path, spec: str, target: str, seed: int, tmp_path: Path) -> tuple[Path, dict, dict]:
+    """The pruned model at --optimize size in QEMU, each build bit-exact with TFLM: on the M4 --sparse auto and off, on
+    the M55 --sparse always (its compiled results and bench reports per mode, the first the sparse one)."""
+    from nn2c.targets.cortexm_bench import bench_model
+
+    path = pruned(model, spec, tmp_path)
+    results, reports = {}, {}
+    for mode in ("auto", "off") if target == "cortex-m4" else ("always",):
+        options = CompileOptions(target=target, sparse=mode, optimize="size", schedule="layer")
+        results[mode] = compile_model(path, options)
+        reports[mode] = bench_model(path, target=target, count=2, seed=seed, workdir=tmp_path / mode, options=options)
+        assert reports[mode].reference == "tflm" and reports[mode].passed()
+        assert all(c.max_abs_diff == 0 for c in reports[mode].comparisons)
+    return path, results, reports
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_packed_layout_at_optimize_size_in_qemu(target, tmp_path):
     """--optimize size on pruned ad01 (magnitude 75%): on the M4 --sparse auto packs every layer but the one of
@@ -603,18 +620,8 @@ def test_packed_layout_at_optimize_size_in_qemu(target, tmp_path):
     (--sparse always). Bit-exact with TFLM."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
-    from nn2c.targets.cortexm_bench import bench_model
-
-    path = pruned(AD01, "magnitude:0.75", tmp_path)
-    modes = ("auto", "off") if target == "cortex-m4" else ("always",)
-    results, reports = {}, {}
-    for mode in modes:
-        options = CompileOptions(target=target, sparse=mode, optimize="size", schedule="layer")
-        results[mode] = compile_model(path, options)
-        reports[mode] = bench_model(path, target=target, count=2, seed=4, workdir=tmp_path / mode, options=options)
-        assert reports[mode].reference == "tflm" and reports[mode].passed()
-        assert all(c.max_abs_diff == 0 for c in reports[mode].comparisons)
-    sparse = modes[0]
+    path, results, reports = _size_builds(AD01, "magnitude:0.75", target, 4, tmp_path)
+    sparse = next(iter(results))
     source = results[sparse].files[f"{results[sparse].name}.c"]
     assert source.count(".packed = 1") >= 9, source
     if target == "cortex-m4":
@@ -628,6 +635,33 @@ def test_packed_layout_at_optimize_size_in_qemu(target, tmp_path):
                     if "nn2c_fc_s8_sparse" in layer.calls}
         predicted = sum(s.predicted[target] for s in steps if s.step in measured)
         assert len(measured) >= 9 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_packed_four_rows_at_optimize_size_in_qemu(target, tmp_path):
+    """--optimize size on pruned kws_ref_model (1:8): its four 1x1 convolutions (125 pixels: 31 blocks of four rows,
+    nn2c_sparse_row4_packed, then one row, nn2c_sparse_row1_packed; in place over their inputs, so through the scratch
+    rows) in the packed layout. On the M4 --sparse auto packs them, each in fewer instructions than the dense kernel
+    at size and its filter in at most 0.25x the int8 rows' bytes; the M55 runs the same assembly loop when told to
+    (--sparse always). Bit-exact with TFLM."""
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    _, results, reports = _size_builds(KWS, "1:8", target, 8, tmp_path)
+    mode = next(iter(results))
+    sparse = results[mode]
+    assert sparse.files[f"{sparse.name}.c"].count(".packed = 1") >= 4
+    assert any(sparse.graph.nodes[p.step].op == "CONV_2D" and p.distance < 4 * 64 for p in sparse.code.inplace)
+    packed = {layer.index: layer.instructions for layer in reports[mode].layers if "nn2c_conv_s8_sparse" in layer.calls}
+    assert len(packed) == 4
+    if target == "cortex-m4":
+        dense = {layer.index: layer.instructions for layer in reports["off"].layers if layer.index in packed}
+        assert all(packed[k] < dense[k] for k in packed), (packed, dense)
+        for step in packed:
+            w = sparse.graph.nodes[step].inputs[1]
+            rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
+            layout = packed_layout(rows)
+            assert layout is not None and layout.flash_bytes <= 0.25 * rows.size
+        assert results["auto"].code.weight_bytes < results["off"].code.weight_bytes
 
 
 def test_channel_records_without_inline_asm_are_bit_exact(tmp_path, monkeypatch):

@@ -49,9 +49,11 @@ class Target:
     # to QEMU counts by bench/sparse.py; codegen/ops/sparse.py compares the two predictions per layer
     sparse_row_cost: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     sparse_block_cost: tuple[tuple[float, ...], tuple[float, ...]] | None = None
-    # the packed sparse layout (--optimize size): instructions above sparse_row_cost's per stored entry and
-    # per output channel, fitted to QEMU counts (see _DSP_PACKED_EXTRA); None: --sparse auto never packs
+    # the packed sparse layout (--optimize size): instructions above sparse_row_cost's (one input row) and
+    # sparse_block_cost's (four) per stored entry and input row and per output channel and input row, fitted to
+    # QEMU counts (see _DSP_PACKED_EXTRA); None: --sparse auto never packs that layer shape
     sparse_packed_extra: tuple[float, float] | None = None
+    sparse_packed_block_extra: tuple[float, float] | None = None
     # the four-row loop over row pairs (nn2c_sparse_row4_pairs: Arm DSP, the layers codegen/ops/sparse.py sums
     # so): the sparse kernel's coefficients of SPARSE_COST_FEATURES, fitted as above; nn2c.profile predicts such
     # a layer with them (--sparse auto decides with sparse_block_cost, the slower loop's, as the row pairs are
@@ -69,6 +71,10 @@ class Target:
     def sparse_cost(self, blocked: bool) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
         """The fitted dense / sparse instruction model of a layer shape (None: never measured)."""
         return self.sparse_block_cost if blocked else self.sparse_row_cost
+
+    def packed_extra(self, blocked: bool) -> tuple[float, float] | None:
+        """The packed layout's extra instructions over sparse_cost's of a layer shape (None: never measured)."""
+        return self.sparse_packed_block_extra if blocked else self.sparse_packed_extra
 
     @property
     def cflags(self) -> tuple[str, ...]:
@@ -96,13 +102,17 @@ _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
 # the one-row pair tables (--optimize speed, and balanced where the arena allows): per input row, coefficients of
 # TABLE_COST_FEATURES (per stored word, per (table, channel) list, per table input built, one call)
 _DSP_SPARSE_TABLE = (2.726, 15.45, 7.757, 170.6)
-# the packed layout's steps on the Arm DSP: 20 instructions per 4 entries against 16, and its one C loop for
-# every output stage some 18 more a channel than the byte layout's assembly channel loops; least squares over
-# the packed layers of pruned ad01 (magnitude 75%, 1:8) at --sparse always, --optimize size, against the byte
-# model's prediction (QEMU), within 2% on magnitude 90%
-_DSP_PACKED_EXTRA = (0.92, 17.6)
+# the packed layout on the Arm DSP (--optimize size), over the byte layout's models above: one row (nn2c_sparse_dot_packed,
+# 20 instructions per 4 entries against 16, and its one C loop for every output stage some 18 more a channel than the
+# byte layout's assembly channel loops) and four rows (nn2c_sparse_row4_packed, 47 per 4 entries for the four rows
+# against 40). Fitted by bench/sparse.py --packed (QEMU, relative least squares over the layers --sparse auto may
+# pack of pruned ad01_int8, kws_ref_model and vww_96_int8: 40 of one row, max error 0%; 32 of four rows, 4%)
+_DSP_PACKED_EXTRA = (0.915, 17.7)
+_DSP_PACKED_BLOCK_EXTRA = (0.351, 4.56)
+# Helium's, as fitted (its four-row model refitted on the dense kernels of today: --sparse auto made the same
+# choice on every layer of bench/sparse.py's 12 pruned models before and after)
 _MVE_SPARSE_ROW = ((0.1907, 14.29, -0.4824, 59.99, 59.99), (1.088, 46.19, 0.3082, 28.89, 28.89))
-_MVE_SPARSE_BLOCK = ((0.1385, 3.604, 0.0843, 94.01, 183.9), (0.4133, 47.71, 0.1221, 42.38, 44.47))
+_MVE_SPARSE_BLOCK = ((0.1373, 3.608, 0.1735, 93.8, 186.7), (0.4129, 47.73, 0.1251, 42.64, 43.99))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     # no sparse model: the host target's instructions depend on the machine its C is built for (bench/sparse.py
@@ -112,14 +122,16 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_packed_block_extra=_DSP_PACKED_BLOCK_EXTRA,
+           sparse_pairs_cost=_DSP_SPARSE_PAIRS,
            sparse_table_cost=_DSP_SPARSE_TABLE),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
            simd="dsp", gemm_layout=(2, 4), dw_lanes=4, conv_pair_int16=True, row_sums_int16=True, rounding_tables=True,
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
-           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_packed_block_extra=_DSP_PACKED_BLOCK_EXTRA,
+           sparse_pairs_cost=_DSP_SPARSE_PAIRS,
            sparse_table_cost=_DSP_SPARSE_TABLE),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,

@@ -245,6 +245,94 @@ NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **step
 #endif
 }
 
+/* The four rows' sums a[0..3] over a packed list (nn2c_sparse_s8_t.packed) of n entries, a multiple of 4: one
+ * cursor into the rows, advanced by each entry's 4-bit step, each step and weight read once for the four rows. */
+#if defined(NN2C_INLINE_ASM) && defined(__thumb2__)
+/* An entry at the cursor c (row 0; rows 1-3 at d1, d2, d3 bytes from it) after STEP: its weight, four MLAs. */
+#define NN2C_SPARSE_PACKED4_ENTRY(STEP) \
+    STEP \
+    "ldrsb  %[v], [%[pw]], #1\n\t" \
+    "ldrsb  %[t], [%[c]]\n\t" \
+    "mla    %[a0], %[v], %[t], %[a0]\n\t" \
+    "ldrsb  %[t], [%[c], %[d1]]\n\t" \
+    "mla    %[a1], %[v], %[t], %[a1]\n\t" \
+    "ldrsb  %[t], [%[c], %[d2]]\n\t" \
+    "mla    %[a2], %[v], %[t], %[a2]\n\t" \
+    "ldrsb  %[t], [%[c], %[d3]]\n\t" \
+    "mla    %[a3], %[v], %[t], %[a3]\n\t"
+/* a step byte's low half (read with it), then its high half */
+#define NN2C_SPARSE_PACKED4_LOW \
+    "ldrb   %[s], [%[pi]], #1\n\t" \
+    "and    %[t], %[s], #15\n\t" \
+    "add    %[c], %[c], %[t]\n\t"
+#define NN2C_SPARSE_PACKED4_HIGH "add    %[c], %[c], %[s], lsr #4\n\t"
+#endif
+
+NN2C_INLINE void nn2c_sparse_dot4_packed(const int8_t *const x[4], const uint8_t **steps, const int8_t **value,
+                                         int32_t n, int32_t a[4]) {
+#if defined(NN2C_INLINE_ASM) && defined(__thumb2__)
+    /* 47 instructions per four entries (13 registers; GCC's loop of the C below spilled the rows' pointers at -Os
+     * and took about 80) */
+    if (n > 0) {
+        const uint8_t *pi = *steps;
+        const int8_t *pw = *value;
+        const int8_t *const end = pw + n;
+        const int8_t *c = x[0];
+        const int32_t d1 = (int32_t)(x[1] - x[0]), d2 = (int32_t)(x[2] - x[0]), d3 = (int32_t)(x[3] - x[0]);
+        int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], sv, v, t;
+        __asm__ volatile("1:\n\t"
+                         NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_LOW)
+                         NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_HIGH)
+                         NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_LOW)
+                         NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_HIGH)
+                         "ldr    %[t], %[end]\n\t"
+                         "cmp    %[pw], %[t]\n\t"
+                         "bne    1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [pi] "+r"(pi), [pw] "+r"(pw),
+                           [c] "+r"(c), [s] "=&r"(sv), [v] "=&r"(v), [t] "=&r"(t)
+                         : [d1] "r"(d1), [d2] "r"(d2), [d3] "r"(d3), [end] "m"(end)
+                         : "cc", "memory");
+        *steps = pi;
+        *value = pw;
+        a[0] = a0;
+        a[1] = a1;
+        a[2] = a2;
+        a[3] = a3;
+    }
+#else
+    const int8_t *const x0 = x[0], *const x1 = x[1], *const x2 = x[2], *const x3 = x[3];
+    const uint8_t *pi = *steps;
+    const int8_t *pw = *value;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], o = 0;
+    for (; n > 0; n -= 2, ++pi, pw += 2) {
+        const int32_t d = *pi;
+        o += d & 15;
+        int32_t v = pw[0];
+        a0 += v * x0[o];
+        a1 += v * x1[o];
+        a2 += v * x2[o];
+        a3 += v * x3[o];
+        o += d >> 4;
+        v = pw[1];
+        a0 += v * x0[o];
+        a1 += v * x1[o];
+        a2 += v * x2[o];
+        a3 += v * x3[o];
+    }
+    *steps = pi;
+    *value = pw;
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+#endif
+}
+#if defined(NN2C_INLINE_ASM) && defined(__thumb2__)
+#undef NN2C_SPARSE_PACKED4_HIGH
+#undef NN2C_SPARSE_PACKED4_LOW
+#undef NN2C_SPARSE_PACKED4_ENTRY
+#endif
+
 #if defined(NN2C_SPARSE_RECORDS)
 /* nn2c_mbqm_rounded plus the output offset for a shift in [-25, -2], given the multiplier and the scale
  * word (nn2c_sparse_s8_t.records): the rounding pair is built in registers, not loaded. With sh = -shift
@@ -744,13 +832,18 @@ __attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s
 }
 #endif
 
-/* Four input rows x[0..3] (output rows out[0..3]) at once. */
+/* Four input rows x[0..3] (output rows out[0..3]) at once; per_channel and packed constants of the instance. */
 NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
-                                         int per_channel) {
+                                         int per_channel, int packed) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
     for (int32_t c = 0; c < w.out_c; ++c) {
         int32_t a0 = nn2c_sparse_bias(&w, c, per_channel), a1 = a0, a2 = a0, a3 = a0;
-        for (int32_t s = 0; s < w.segments; ++s) {
+        if (packed) { /* (one list a channel) */
+            int32_t a[4] = {a0, a0, a0, a0};
+            nn2c_sparse_dot4_packed(x, &w.index, &w.value, *w.count++, a);
+            a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        }
+        for (int32_t s = 0; s < (packed ? 0 : w.segments); ++s) {
             const int32_t base = s * NN2C_SPARSE_SEGMENT;
             const int8_t *x0 = x[0] + base, *x1 = x[1] + base, *x2 = x[2] + base, *x3 = x[3] + base;
             const uint8_t *index = w.index;
@@ -827,7 +920,7 @@ NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t
  * arrays took about 30. per_channel and one_segment (depth <= 256: no segment loop) constants of the caller's
  * instance. */
 NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
-                                          int per_channel, int one_segment) {
+                                          int per_channel, int one_segment, int packed) {
     const uint16_t *count = m->counts;
     const uint8_t *index = m->index;
     const int8_t *value = m->values;
@@ -844,7 +937,12 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
     int8_t *const o0 = out[0], *const o1 = out[1], *const o2 = out[2], *const o3 = out[3];
     for (int32_t c = 0; c < out_c; ++c, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
         int32_t a0 = rec[0], a1 = a0, a2 = a0, a3 = a0;
-        for (int32_t s = 0, base = 0; s < segments; ++s, base += NN2C_SPARSE_SEGMENT) {
+        if (packed) { /* (one list a channel) */
+            int32_t a[4] = {a0, a0, a0, a0};
+            nn2c_sparse_dot4_packed(x, &index, &value, *count++, a);
+            a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        }
+        for (int32_t s = 0, base = 0; s < (packed ? 0 : segments); ++s, base += NN2C_SPARSE_SEGMENT) {
             const int32_t n = *count++;
 #if !defined(__OPTIMIZE_SIZE__) /* (at -Os GCC 12 finds no 13 registers for it here: the C loop) */
             if (n > 0) {
@@ -1053,10 +1151,26 @@ static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *cons
 #endif
 
 #if !defined(NN2C_OMIT_SPARSE_ROWS4) /* nn2c_config.h: some layer runs four rows at a time */
+/* a packed filter's four rows (--optimize size: one instance for every output stage, the smaller code) */
+__attribute__((noinline)) static void nn2c_sparse_row4_packed(const nn2c_sparse_s8_t *m, const int8_t *const x[4],
+                                                              int8_t *const out[4]) {
+#if defined(NN2C_SPARSE_RECORDS)
+    if (m->records != NULL) {
+        nn2c_sparse_row4_records(m, x, out, m->per_channel, 1, 1);
+        return;
+    }
+#endif
+    nn2c_sparse_row4_arrays(m, x, out, m->per_channel, 1);
+}
+
 /* (every instance in the one function its callers call; pairs: 8 * depth bytes for nn2c_sparse_pair_rows where
  * m->pairs, else NULL) */
 static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
                              int32_t *pairs) {
+    if (m->packed) {
+        nn2c_sparse_row4_packed(m, x, out);
+        return;
+    }
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->pairs) { /* (the four rows' outputs one stride apart: nn2c_sparse_rows_tail, the callers) */
         nn2c_sparse_row4_pairs(m, x, out[0], (int32_t)(out[1] - out[0]), pairs);
@@ -1066,11 +1180,11 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
         /* (the usual layer, per-channel over at most 256 inputs, without the segment loop: kws pruned 1:8, its
          * 1x1 convolutions 11% fewer instructions on the Cortex-M4) */
         if (m->per_channel && m->segments == 1) {
-            nn2c_sparse_row4_records(m, x, out, 1, 1);
+            nn2c_sparse_row4_records(m, x, out, 1, 1, 0);
         } else if (m->per_channel) {
-            nn2c_sparse_row4_records(m, x, out, 1, 0);
+            nn2c_sparse_row4_records(m, x, out, 1, 0, 0);
         } else {
-            nn2c_sparse_row4_records(m, x, out, 0, 0);
+            nn2c_sparse_row4_records(m, x, out, 0, 0, 0);
         }
         return;
     }
@@ -1078,9 +1192,9 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
     (void)pairs;
 #endif
     if (m->per_channel) {
-        nn2c_sparse_row4_arrays(m, x, out, 1);
+        nn2c_sparse_row4_arrays(m, x, out, 1, 0);
     } else {
-        nn2c_sparse_row4_arrays(m, x, out, 0);
+        nn2c_sparse_row4_arrays(m, x, out, 0, 0);
     }
 }
 

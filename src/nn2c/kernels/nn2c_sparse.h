@@ -26,7 +26,7 @@ typedef struct {
     /* each entry's input position inside its segment; packed (--optimize size): instead the step from the
      * previous entry's position (the first: from input 0) in 4 bits, two entries a byte, low half first.
      * Packed rows are one segment however deep; a gap over 15 takes extra zero-weight entries of step 15.
-     * Only one-row layers are packed (nn2c_fc_s8_sparse of batch < 4): nn2c_sparse_row1 reads them. */
+     * nn2c_sparse_row1 reads them one input row at a time, nn2c_sparse_row4_packed four. */
     const uint8_t *index;
     int32_t packed;
     const int8_t *values;    /* each nonzero's weight, in the same order */

@@ -32,7 +32,6 @@ from nn2c.codegen.ops.conv import (
     takes_records,
 )
 from nn2c.codegen.ops.sparse import (
-    PACKED_VARIANT,
     row_pairs_fit,
     sparse_candidate,
     sparse_fields,
@@ -161,7 +160,7 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             pairs = batches >= 4 and row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out),
                                                    act_min, act_max)
             table = table_plan(ctx, rows, batches)
-            rows_layout = None if table else sparse_plan(ctx, rows, batches, packable=batches < 4, pairs=pairs)
+            rows_layout = None if table else sparse_plan(ctx, rows, batches, pairs=pairs)
             layout = table or rows_layout
             if layout is not None:
                 ctx.use_kernel("sparse")
@@ -169,8 +168,6 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                     ctx.take_path("SPARSE_ROWS4")
                 if table is not None:
                     ctx.take_path("SPARSE_TABLE")
-                elif rows_layout is not None and rows_layout.packed:
-                    ctx.variant(PACKED_VARIANT)
                 initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
                                                         zero_point(out), act_min, act_max, row_pairs=pairs)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {"m": initializer, "batches": batches})

@@ -39,11 +39,13 @@ PAIR_SUM_LIMIT = 1 << 22
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
 SAFETY = 0.85
-# --optimize size: the packed layout where predicted at most this multiple of the dense FULLY_CONNECTED
-# kernel of --optimize balanced (what the model predicts). The dense kernel it replaces at size (nn2c_fc_s8_rows,
-# the model's int8 rows) measured 1.36x that prediction or more on every layer of pruned ad01 (bench/sparse.py,
-# magnitude 75%, Cortex-M4: 1.36-1.45x where the balanced filter is dual, 1.36-1.39x where it is not, about 2x
-# at depth 8); the packed layout's own prediction is within 2% of its count there
+# --optimize size: the packed layout of a one-row layer where predicted at most this multiple of the dense
+# FULLY_CONNECTED kernel of --optimize balanced (what the model predicts). The dense kernel it replaces at size
+# (nn2c_fc_s8_rows, the model's int8 rows) measured 1.36x that prediction or more on every layer of pruned ad01
+# (bench/sparse.py, magnitude 75%, Cortex-M4: 1.36-1.45x where the balanced filter is dual, 1.36-1.39x where it is
+# not, about 2x at depth 8); the packed layout's own prediction is within 2% of its count there. A layer of four
+# rows or more (1x1 convolutions) keeps the dense kernels of balanced at size, measured 0.73-1.14x the balanced
+# model's prediction (pruned kws_ref_model and vww_96_int8, Cortex-M4): it packs by auto_margin, as at balanced
 SIZE_SAFETY = 1.3
 # The margin for filters shallower than SHALLOW_DEPTH, whose layers' cost is the per-pixel part the fitted models
 # predict worst. Measured on the Cortex-M4 (bench/sparse.py, vww_96_int8 pruned 75% and 90%): the shallow layers
@@ -182,11 +184,11 @@ def packed_layout(rows: np.ndarray) -> SparseLayout | None:
 def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int) -> tuple[float, float] | None:
     """(dense, sparse) instructions the target's fitted model predicts for this filter applied to
     input_rows rows, or None when the target has no measured model (also nn2c.profile's prediction of
-    a sparse step). A packed layout costs its steps' extra (Target.sparse_packed_extra); None without it."""
+    a sparse step). A packed layout costs its steps' extra (Target.packed_extra); None without it."""
     predicted = predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
     if predicted is None or not layout.packed:
         return predicted
-    extra = target.sparse_packed_extra
+    extra = target.packed_extra(input_rows >= 4)
     if extra is None:
         return None
     return predicted[0], predicted[1] + (extra[0] * layout.entries + extra[1] * layout.out_c) * input_rows
@@ -288,31 +290,31 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, 
     return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
 
 
-def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, packable: bool = False,
-                pairs: bool = False) -> SparseLayout | None:
+def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, pairs: bool = False) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
     predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower;
     SHALLOW_SAFETY for filters shallower than SHALLOW_DEPTH).
-    packable (a layer run one row at a time): with --optimize size the packed layout (half the positions'
-    flash) where it is smaller than the dense filter and, with the target's measured cost of its steps
-    (Target.sparse_packed_extra), predicted no slower than the dense kernel of that level (SIZE_SAFETY);
-    else the usual layout, by the usual rule. pairs (row_pairs_fit): the layer would sum its rows in row pairs,
+    With --optimize size the packed layout (half the positions' flash) where it is smaller than the dense filter
+    and, with the target's measured cost of its steps (Target.packed_extra), predicted no slower than the dense
+    kernel of that level (SIZE_SAFETY for one row, auto_margin for more); else the usual layout, by the usual
+    rule. pairs (row_pairs_fit): the layer would sum its rows in row pairs,
     which an --optimize speed build keeps (compile.plan_stages), so there it is predicted with their model;
     elsewhere with the four-row loop's, as the arena may not allow them."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
     # (a nonzero takes at least a byte of value and half a byte of step: rows no packing can make smaller than
     # their dense bytes are not laid out at all, dense layers of an unpruned model at size among them)
-    packed = (packed_layout(rows) if packable and ctx.optimize == "size"
+    packed = (packed_layout(rows) if ctx.optimize == "size"
               and 3 * np.count_nonzero(rows) < 2 * rows.size else None)
     if ctx.sparse == "always":
         return packed or sparse_layout(rows)
+    out_c, depth = rows.shape
     if packed is not None and packed.flash_bytes < rows.size:  # smaller than the dense int8 rows
         predicted = predicted_instructions(ctx.target, packed, input_rows)
-        if predicted is not None and predicted[0] > 0 and predicted[1] <= SIZE_SAFETY * predicted[0]:
+        margin = SIZE_SAFETY if input_rows < 4 else auto_margin(depth)
+        if predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]:
             return packed
-    out_c, depth = rows.shape
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
     predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows),
                                 pairs=pairs and ctx.optimize == "speed")
@@ -494,6 +496,8 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
     row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
+    if isinstance(layout, SparseLayout) and layout.packed:
+        ctx.variant(PACKED_VARIANT)
     # pair tables whose output stage fits doubled records: the sums doubled by doubled weights (int16 halves: 2 x 127
     # fits), nn2c_requant_doubled's 4 instructions an output where the records' take 7
     doubled_table = (isinstance(layout, TableLayout) and per_channel and doubled_records_fit(
