@@ -173,10 +173,13 @@ def build_and_run_sanitized(result: CompileResult, workdir: Path, timeout: float
     """For fuzz campaigns (nn2c.fuzz.campaign's `execute`): build an accepted model's C with ASan +
     UBSan and run it on one seeded random record and the extreme records. None when all of it is
     clean, else what went wrong, in one line. A model whose inputs hold more than RUN_LIMIT_BYTES is not run
-    (a fuzzed shape of 65535 x 128 x 128: its records alone would take gigabytes here)."""
+    (a fuzzed shape of 65535 x 128 x 128: its records alone would take gigabytes here): NOT_RUN, which the
+    campaign does not count as executed."""
+    from nn2c.fuzz.campaign import NOT_RUN
+
     graph = result.graph
     if sum(math.prod(v.type.shape) * 8 for v in graph.inputs) > RUN_LIMIT_BYTES:  # (int64 while drawn)
-        return None
+        return NOT_RUN
     result.write(workdir, force=True)
     try:
         exe = build_sanitized(workdir, workdir / "runner")

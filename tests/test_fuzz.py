@@ -112,6 +112,23 @@ def test_campaign_reports_per_format_and_keeps_failing_mutants(tmp_path, monkeyp
     assert "KeyError at test_fuzz.py" in result.failures[0] and str(kept[0]) in result.failures[0]
 
 
+def test_campaign_counts_only_the_mutants_it_ran(tmp_path):
+    """An executor's NOT_RUN (build_and_run_sanitized's answer for inputs too large to draw) is neither a failure nor
+    an executed mutant; the others count as executed."""
+    from nn2c.fuzz.campaign import NOT_RUN
+
+    calls = []
+
+    def every_other(result, workdir):
+        calls.append(workdir)
+        return NOT_RUN if len(calls) % 2 else None
+
+    result = run_campaign([model_path("tflite_micro/hello_world_int8.tflite")], seconds=3, seed=1,
+                          execute=every_other, execute_share=1.0)
+    assert len(calls) >= 2 and result.executed == len(calls) // 2
+    assert result.failures == []
+
+
 def test_mutator_reaches_every_field_kind():
     fields = locate_fields(model_path("mlcommons_tiny/kws_ref_model.tflite").read_bytes())
     kinds = {f.kind for f in fields}

@@ -641,7 +641,8 @@ def test_packed_layout_at_optimize_size_in_qemu(target, tmp_path):
 def test_packed_four_rows_at_optimize_size_in_qemu(target, tmp_path):
     """--optimize size on pruned kws_ref_model (1:8): its four 1x1 convolutions (125 pixels: 31 blocks of four rows,
     nn2c_sparse_row4_packed, then one row, nn2c_sparse_row1_packed; in place over their inputs, so through the scratch
-    rows) in the packed layout. On the M4 --sparse auto packs them, each in fewer instructions than the dense kernel
+    rows) in the packed layout, the byte layout's four-row loops left out of the build. On the M4 --sparse auto packs
+    them, each in fewer instructions than the dense kernel
     at size and its filter in at most 0.25x the int8 rows' bytes; the M55 runs the same assembly loop when told to
     (--sparse always). Bit-exact with TFLM."""
     if missing_tools():
@@ -650,6 +651,9 @@ def test_packed_four_rows_at_optimize_size_in_qemu(target, tmp_path):
     mode = next(iter(results))
     sparse = results[mode]
     assert sparse.files[f"{sparse.name}.c"].count(".packed = 1") >= 4
+    # (every four-row layer packed: the byte layout's four-row loops are left out of the build)
+    config = sparse.files["nn2c_kernels/nn2c_config.h"]
+    assert "NN2C_OMIT_SPARSE_PACKED4" not in config and "NN2C_OMIT_SPARSE_ROWS4" in config
     assert any(sparse.graph.nodes[p.step].op == "CONV_2D" and p.distance < 4 * 64 for p in sparse.code.inplace)
     packed = {layer.index: layer.instructions for layer in reports[mode].layers if "nn2c_conv_s8_sparse" in layer.calls}
     assert len(packed) == 4

@@ -42,7 +42,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "POOL_LANES": "int8 AVERAGE_POOL_2D in SIMD lanes (Arm DSP: a depth of whole groups of 4 channels; Helium: "
                   "any depth), windows of at most 256 pixels",
     "SPARSE_ROWS4": "sparse kernels over four input rows at a time (1x1 convolutions, a FULLY_CONNECTED of 4 "
-                    "batches or more)",
+                    "batches or more) with byte positions",
+    "SPARSE_PACKED4": "sparse kernels over four input rows at a time in the packed layout (--optimize size)",
     "SPARSE_TABLE": "sparse FULLY_CONNECTED of one input row in the pair table layout (Arm DSP: --optimize speed, "
                     "or balanced where the arena allows)",
     "SVDF_INPUT_OFFSET": "SVDF feature sums taking the input's zero point at run time (--optimize size: no folded "

@@ -99,7 +99,10 @@ def _on_alarm(signum, frame):
     raise _Timeout
 
 
-Executor = Callable[[Any, Path], "str | None"]  # (CompileResult, scratch folder) -> None or the failure
+# what an `execute` callback returns for an accepted mutant it did not build and run (say, inputs too large for
+# the machine): not a failure, and not counted as executed
+NOT_RUN = "(not run)"
+Executor = Callable[[Any, Path], "str | None"]  # (CompileResult, scratch folder) -> None, NOT_RUN or the failure
 
 
 def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_limit: int = 30,
@@ -168,7 +171,10 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
                         and executing <= execute_share * (now - started)):
                     problem = execute(compiled, Path(tmp) / "run")
                     executing += time.monotonic() - now
-                    result.executed += 1
+                    if problem == NOT_RUN:
+                        problem = None
+                    else:
+                        result.executed += 1
                     if problem is not None:
                         failure = f"generated code: {problem} on {path.name} ({what})"
                 if failure is not None:

@@ -13,6 +13,9 @@ const uint8_t nn2c_kernel_path_sparse_rows4 = 1;
 #if !defined(NN2C_OMIT_SPARSE_TABLE)
 const uint8_t nn2c_kernel_path_sparse_table = 1;
 #endif
+#if !defined(NN2C_OMIT_SPARSE_PACKED4)
+const uint8_t nn2c_kernel_path_sparse_packed4 = 1;
+#endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
@@ -1150,7 +1153,13 @@ static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *cons
 #undef NN2C_SPARSE_DSP_PAIRS_ENTRY
 #endif
 
-#if !defined(NN2C_OMIT_SPARSE_ROWS4) /* nn2c_config.h: some layer runs four rows at a time */
+/* nn2c_config.h: some layer runs four rows at a time, with byte positions (SPARSE_ROWS4) or packed (SPARSE_PACKED4) */
+#if !defined(NN2C_OMIT_SPARSE_ROWS4) || !defined(NN2C_OMIT_SPARSE_PACKED4)
+#define NN2C_SPARSE_FOUR_ROWS 1
+#endif
+
+#if defined(NN2C_SPARSE_FOUR_ROWS)
+#if !defined(NN2C_OMIT_SPARSE_PACKED4)
 /* a packed filter's four rows (--optimize size: one instance for every output stage, the smaller code) */
 __attribute__((noinline)) static void nn2c_sparse_row4_packed(const nn2c_sparse_s8_t *m, const int8_t *const x[4],
                                                               int8_t *const out[4]) {
@@ -1162,15 +1171,22 @@ __attribute__((noinline)) static void nn2c_sparse_row4_packed(const nn2c_sparse_
 #endif
     nn2c_sparse_row4_arrays(m, x, out, m->per_channel, 1);
 }
+#endif
 
 /* (every instance in the one function its callers call; pairs: 8 * depth bytes for nn2c_sparse_pair_rows where
- * m->pairs, else NULL) */
+ * m->pairs, else NULL. A build whose four-row layers are all packed leaves out the byte layout's instances, some
+ * 3 KB on the Cortex-M4 at -Os.) */
 static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
                              int32_t *pairs) {
+#if !defined(NN2C_OMIT_SPARSE_PACKED4)
     if (m->packed) {
         nn2c_sparse_row4_packed(m, x, out);
         return;
     }
+#endif
+#if defined(NN2C_OMIT_SPARSE_ROWS4)
+    (void)pairs;
+#else
 #if defined(NN2C_SPARSE_RECORDS)
     if (m->pairs) { /* (the four rows' outputs one stride apart: nn2c_sparse_rows_tail, the callers) */
         nn2c_sparse_row4_pairs(m, x, out[0], (int32_t)(out[1] - out[0]), pairs);
@@ -1196,9 +1212,10 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
     } else {
         nn2c_sparse_row4_arrays(m, x, out, 0, 0);
     }
+#endif
 }
 
-#if defined(NN2C_SPARSE_RECORDS)
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
 /* The last n (1 to 3) rows of a layer with pair records, which only the four-row loop reads: the last one
  * repeated to four, computed into rows (4 * out_c bytes of scratch), the n copied out. */
 static void nn2c_sparse_rows_tail(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[], int32_t n,
@@ -1217,7 +1234,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
     const nn2c_sparse_s8_t *m = &p->m;
     int32_t b = 0;
     (void)scratch; /* (a build without the four-row path) */
-#if !defined(NN2C_OMIT_SPARSE_ROWS4)
+#if defined(NN2C_SPARSE_FOUR_ROWS)
     for (; b + 4 <= p->batches; b += 4) {
         const int8_t *const x[4] = {input + b * m->depth, input + (b + 1) * m->depth, input + (b + 2) * m->depth,
                                     input + (b + 3) * m->depth};
@@ -1225,7 +1242,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
                                 output + (b + 3) * m->out_c};
         nn2c_sparse_row4(m, x, out, (int32_t *)scratch);
     }
-#if defined(NN2C_SPARSE_RECORDS)
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
     if (m->pairs && b < p->batches) { /* (the scratch: the row pairs, then 4 * out_c bytes) */
         const int8_t *x[3];
         int8_t *out[3];
@@ -1253,7 +1270,7 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
 /* Output pixels in raster order, four at a time; pixel q reads input pixel
  * (oy * stride_h - pad_h, ox * stride_w - pad_w), inside the input for a 1x1 filter without padding
  * (pad_h is also how a row-streamed call shifts its window of input rows). */
-#if !defined(NN2C_OMIT_SPARSE_ROWS4) /* (every sparse 1x1 convolution takes the path) */
+#if defined(NN2C_SPARSE_FOUR_ROWS) /* (every sparse 1x1 convolution takes one of the paths) */
 void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
     const nn2c_sparse_s8_t *m = &p->m;
     const nn2c_conv_geom_t *g = &p->g;
@@ -1289,7 +1306,7 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
                 }
             }
         }
-#if defined(NN2C_SPARSE_RECORDS)
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
         if (m->pairs && ready > 0) {
             nn2c_sparse_rows_tail(m, x, out, ready, pairs, rows_scratch);
             continue;

@@ -542,7 +542,7 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     if layout is None:
         return False
     ctx.use_kernel("sparse")
-    ctx.take_path("SPARSE_ROWS4")
+    ctx.take_path("SPARSE_PACKED4" if layout.packed else "SPARSE_ROWS4")
     initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
                                             act_min, act_max, row_pairs=pairs)
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})

@@ -165,7 +165,8 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
             if layout is not None:
                 ctx.use_kernel("sparse")
                 if batches >= 4:
-                    ctx.take_path("SPARSE_ROWS4")
+                    ctx.take_path("SPARSE_PACKED4" if rows_layout is not None and rows_layout.packed
+                                  else "SPARSE_ROWS4")
                 if table is not None:
                     ctx.take_path("SPARSE_TABLE")
                 initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
