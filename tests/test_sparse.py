@@ -828,7 +828,8 @@ def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
     """Mutants of the converter's sparse-format files (segments, indices, dense sizes, traversal orders)
     and of pruned models compile or end in one nn2c error (no traceback, hang or memory blow-up); the
     accepted ones run on the sparse kernels (--sparse always; for the Cortex-M4 also at --optimize speed, the
-    row pairs' records and the one-row layers' pair tables) built with ASan + UBSan."""
+    row pairs' records and the one-row layers' pair tables, and at size, the packed layout over one and four rows)
+    built with ASan + UBSan."""
     from nn2c.fuzz.campaign import run_campaign
     from tests.onnx_backend_sanitize import build_and_run_sanitized
 
@@ -838,9 +839,10 @@ def test_fuzzed_sparse_models_are_clean(sparse_tflite, tmp_path):
     variants = (CompileOptions(plan_time_limit=2.0, sparse="always"),
                 CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4"),
                 # (the row pairs' records and the pair tables, read by the host's C)
-                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4", optimize="speed"))
+                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4", optimize="speed"),
+                CompileOptions(plan_time_limit=2.0, sparse="always", target="cortex-m4", optimize="size"))
     result = run_campaign(seeds, seconds=20, seed=17, execute=build_and_run_sanitized, execute_share=0.4,
-                          variants=variants)
+                          variants=variants, executed_variants=(0, 1, 2, 3))
     assert result.inputs > 50 and result.executed > 0
     assert result.failures == [], "\n".join(result.failures[:10])
     assert result.hangs == result.memory_errors == result.tracebacks == 0

@@ -108,11 +108,13 @@ Executor = Callable[[Any, Path], "str | None"]  # (CompileResult, scratch folder
 def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_limit: int = 30,
                  memory_limit: int | None = 8 << 30, keep_failures: Path | None = None,
                  execute: Executor | None = None, execute_share: float = 0.5,
-                 variants: tuple[Any, ...] | None = None) -> CampaignResult:
+                 variants: tuple[Any, ...] | None = None, executed_variants: tuple[int, ...] = (0,)
+                 ) -> CampaignResult:
     """Mutate `models` round-robin for `seconds`; compile each mutant in-process (no C build unless
     `execute` is given: then accepted mutants are built and run in up to `execute_share` of the time).
-    `variants`: the CompileOptions mutants cycle through (the first one's compiles are the executed
-    ones); default: the default compile and the row-group search pushed to its limit on SIMD lowerings."""
+    `variants`: the CompileOptions mutants cycle through (the compiles of those at `executed_variants`, the first
+    one by default, are the executed ones); default: the default compile and the row-group search pushed to its
+    limit on SIMD lowerings."""
     from nn2c.api import CompileOptions, compile_model
 
     mutators = _mutators()
@@ -167,7 +169,7 @@ def run_campaign(models: list[Path], seconds: float, seed: int = 0, per_input_li
                     signal.alarm(0)
                     faulthandler.cancel_dump_traceback_later()
                 now = time.monotonic()
-                if (compiled is not None and execute is not None and variant == 0
+                if (compiled is not None and execute is not None and variant in executed_variants
                         and executing <= execute_share * (now - started)):
                     problem = execute(compiled, Path(tmp) / "run")
                     executing += time.monotonic() - now
