@@ -44,6 +44,7 @@ from tests.conftest import model_path  # noqa: E402
 
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
 from nn2c.codegen.ops.sparse import (  # noqa: E402
+    PACKED_FOUR_ROWS,
     PAIRS_VARIANT,
     SAFETY,
     SPARSE_COST_FEATURES,
@@ -381,6 +382,7 @@ class PackedLayer:
     nonzeros: int
     filter_dense: int  # bytes of the int8 rows
     filter_packed: int  # bytes of the packed layout: counts, 4-bit steps, values
+    four_rows: bool = False  # packed for the four-row loop alone (PACKED_FOUR_ROWS: the last 1-3 rows run as four)
     instructions: dict[str, float] = field(default_factory=dict)  # mode -> per inference
     packed_in: dict[str, bool] = field(default_factory=dict)  # mode -> ran the sparse kernel
 
@@ -407,12 +409,12 @@ def measure_packed(model: str, pruning: str, core: str, records: int, workdir: P
         if w is None or w.data is None:
             continue
         rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
-        layout = packed_layout(rows)
+        layout = packed_layout(rows, four_rows_only=step.op == "CONV_2D")
         if layout is None:
             continue
         layers[k] = PackedLayer(model, pruning, k, step.op, step.outputs[0].type.num_elements // rows.shape[0],
                                 rows.shape[0], rows.shape[1], layout.entries, int(np.count_nonzero(rows)), rows.size,
-                                layout.flash_bytes)
+                                layout.flash_bytes, four_rows=layout.packed == PACKED_FOUR_ROWS)
     totals = {}
     for mode in PACKED_MODES:
         report = bench_model(path, target=core, count=records, options=_options(core, mode),
@@ -431,16 +433,18 @@ def measure_packed(model: str, pruning: str, core: str, records: int, workdir: P
 def packed_extra_fit(layers: list[PackedLayer], core: str, blocked: bool) -> tuple[tuple[float, float], float] | None:
     """The packed layout's extra instructions over the shipped sparse model (Target.packed_extra): relative least
     squares of measured - predicted (byte layout model, the packed entries) over (entries x rows, out_c x rows), on
-    the layers --sparse auto may pack (PackedLayer.packable); with the largest |predicted / measured - 1|."""
+    the layers --sparse auto may pack (PackedLayer.packable), the rows of a PACKED_FOUR_ROWS layer rounded up to
+    fours as codegen/ops/sparse.py predicted_instructions does; with the largest |predicted / measured - 1|."""
     from nn2c.codegen.ops.sparse import predicted_costs
 
     target = get_target(core)
     samples = [x for x in layers if (x.rows >= 4) == blocked and x.packable]
     if len(samples) < 4:
         return None
-    base = np.array([predicted_costs(target, x.out_c, x.depth, x.rows, x.entries)[1] for x in samples])
+    rows = [-(-x.rows // 4) * 4 if x.four_rows else x.rows for x in samples]
+    base = np.array([predicted_costs(target, x.out_c, x.depth, n, x.entries)[1] for x, n in zip(samples, rows, strict=True)])
     measured = np.array([x.instructions["size-always"] for x in samples])
-    a = np.array([[x.entries * x.rows, x.out_c * x.rows] for x in samples], dtype=np.float64)
+    a = np.array([[x.entries * n, x.out_c * n] for x, n in zip(samples, rows, strict=True)], dtype=np.float64)
     coef, *_ = np.linalg.lstsq(a / measured[:, None], (measured - base) / measured, rcond=None)
     shipped = (float(f"{coef[0]:.3g}"), float(f"{coef[1]:.3g}"))
     error = float(np.max(np.abs((base + a @ np.array(shipped)) / measured - 1.0)))
@@ -456,9 +460,10 @@ def packed_table(results: list[tuple[str, str, dict[str, tuple[float, int, str]]
              f"Written by `bench/sparse.py --packed` ({core}, QEMU, bit-exact with TFLM where the last column says so). "
              "Each pruned model (as above) is compiled at `--optimize size` with `--sparse off` (dense), `auto` and "
              "`always`, `--schedule layer`. The packed layout stores a nonzero as its int8 weight and a 4-bit step "
-             "from the previous one (codegen/ops/sparse.py packed_layout), one list a channel padded to 4 entries, "
-             "a uint16 count a channel; one input row runs nn2c_sparse_row1_packed, four or more "
-             "nn2c_sparse_row4_packed (1x1 convolutions). Filter bytes = the sparse-able layers' (FULLY_CONNECTED, "
+             "from the previous one (codegen/ops/sparse.py packed_layout), one list a channel padded to 4 entries "
+             "(to 2 for a 1x1 convolution, whose last pixels run the four-row loop too), a uint16 count a channel; "
+             "one input row runs nn2c_sparse_row1_packed, four or more nn2c_sparse_row4_packed (1x1 convolutions). "
+             "Filter bytes = the sparse-able layers' (FULLY_CONNECTED, "
              "unpadded 1x1 CONV_2D) int8 rows dense, against their packed layout (`always` stores every one so); the "
              "output stage per channel (bias, multiplier, shift) is the same in both and not counted. Weights = the "
              "whole model's flash weight bytes.", "",

@@ -248,8 +248,9 @@ NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **step
 #endif
 }
 
-/* The four rows' sums a[0..3] over a packed list (nn2c_sparse_s8_t.packed) of n entries, a multiple of 4: one
- * cursor into the rows, advanced by each entry's 4-bit step, each step and weight read once for the four rows. */
+/* The four rows' sums a[0..3] over a packed list (nn2c_sparse_s8_t.packed) of n entries, a multiple of 2: one
+ * cursor into the rows, advanced by each entry's 4-bit step, each step and weight read once for the four rows. Row 0
+ * at x0, rows 1-3 at d[0..2] bytes from it (the callers' once a call: int8 stores may alias their array of rows). */
 #if defined(NN2C_INLINE_ASM) && defined(__thumb2__)
 /* An entry at the cursor c (row 0; rows 1-3 at d1, d2, d3 bytes from it) after STEP: its weight, four MLAs. */
 #define NN2C_SPARSE_PACKED4_ENTRY(STEP) \
@@ -271,21 +272,25 @@ NN2C_INLINE int32_t nn2c_sparse_dot_packed(const int8_t *x, const uint8_t **step
 #define NN2C_SPARSE_PACKED4_HIGH "add    %[c], %[c], %[s], lsr #4\n\t"
 #endif
 
-NN2C_INLINE void nn2c_sparse_dot4_packed(const int8_t *const x[4], const uint8_t **steps, const int8_t **value,
-                                         int32_t n, int32_t a[4]) {
+NN2C_INLINE void nn2c_sparse_dot4_packed(const int8_t *x0, const int32_t d[3], const uint8_t **steps,
+                                         const int8_t **value, int32_t n, int32_t a[4]) {
 #if defined(NN2C_INLINE_ASM) && defined(__thumb2__)
-    /* 47 instructions per four entries (13 registers; GCC's loop of the C below spilled the rows' pointers at -Os
-     * and took about 80) */
+    /* 47 instructions per four entries, two steps' bytes an iteration, entered at the second when n / 2 is odd (13
+     * registers; GCC's loop of the C below spilled the rows' pointers at -Os and took about 80) */
     if (n > 0) {
         const uint8_t *pi = *steps;
         const int8_t *pw = *value;
         const int8_t *const end = pw + n;
-        const int8_t *c = x[0];
-        const int32_t d1 = (int32_t)(x[1] - x[0]), d2 = (int32_t)(x[2] - x[0]), d3 = (int32_t)(x[3] - x[0]);
+        const int8_t *c = x0;
+        const int32_t d1 = d[0], d2 = d[1], d3 = d[2];
         int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], sv, v, t;
-        __asm__ volatile("1:\n\t"
+        __asm__ volatile("ldr    %[t], %[n]\n\t"
+                         "tst    %[t], #2\n\t"
+                         "bne    2f\n"
+                         "1:\n\t"
                          NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_LOW)
                          NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_HIGH)
+                         "2:\n\t"
                          NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_LOW)
                          NN2C_SPARSE_PACKED4_ENTRY(NN2C_SPARSE_PACKED4_HIGH)
                          "ldr    %[t], %[end]\n\t"
@@ -293,7 +298,7 @@ NN2C_INLINE void nn2c_sparse_dot4_packed(const int8_t *const x[4], const uint8_t
                          "bne    1b\n\t"
                          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [pi] "+r"(pi), [pw] "+r"(pw),
                            [c] "+r"(c), [s] "=&r"(sv), [v] "=&r"(v), [t] "=&r"(t)
-                         : [d1] "r"(d1), [d2] "r"(d2), [d3] "r"(d3), [end] "m"(end)
+                         : [d1] "r"(d1), [d2] "r"(d2), [d3] "r"(d3), [end] "m"(end), [n] "m"(n)
                          : "cc", "memory");
         *steps = pi;
         *value = pw;
@@ -303,7 +308,7 @@ NN2C_INLINE void nn2c_sparse_dot4_packed(const int8_t *const x[4], const uint8_t
         a[3] = a3;
     }
 #else
-    const int8_t *const x0 = x[0], *const x1 = x[1], *const x2 = x[2], *const x3 = x[3];
+    const int8_t *const x1 = x0 + d[0], *const x2 = x0 + d[1], *const x3 = x0 + d[2];
     const uint8_t *pi = *steps;
     const int8_t *pw = *value;
     int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], o = 0;
@@ -839,11 +844,13 @@ __attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s
 NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
                                          int per_channel, int packed) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
+    const int8_t *const row0 = x[0];
+    const int32_t d[3] = {(int32_t)(x[1] - row0), (int32_t)(x[2] - row0), (int32_t)(x[3] - row0)};
     for (int32_t c = 0; c < w.out_c; ++c) {
         int32_t a0 = nn2c_sparse_bias(&w, c, per_channel), a1 = a0, a2 = a0, a3 = a0;
         if (packed) { /* (one list a channel) */
             int32_t a[4] = {a0, a0, a0, a0};
-            nn2c_sparse_dot4_packed(x, &w.index, &w.value, *w.count++, a);
+            nn2c_sparse_dot4_packed(row0, d, &w.index, &w.value, *w.count++, a);
             a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
         }
         for (int32_t s = 0; s < (packed ? 0 : w.segments); ++s) {
@@ -937,12 +944,13 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
         scale = nn2c_sparse_scale_word(m->shifts[0]);
     }
     const int8_t *const x0 = x[0], *const x1 = x[1], *const x2 = x[2], *const x3 = x[3];
+    const int32_t d[3] = {(int32_t)(x1 - x0), (int32_t)(x2 - x0), (int32_t)(x3 - x0)};
     int8_t *const o0 = out[0], *const o1 = out[1], *const o2 = out[2], *const o3 = out[3];
     for (int32_t c = 0; c < out_c; ++c, rec += per_channel ? NN2C_SPARSE_RECORD : 1) {
         int32_t a0 = rec[0], a1 = a0, a2 = a0, a3 = a0;
         if (packed) { /* (one list a channel) */
             int32_t a[4] = {a0, a0, a0, a0};
-            nn2c_sparse_dot4_packed(x, &index, &value, *count++, a);
+            nn2c_sparse_dot4_packed(x0, d, &index, &value, *count++, a);
             a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
         }
         for (int32_t s = 0, base = 0; s < (packed ? 0 : segments); ++s, base += NN2C_SPARSE_SEGMENT) {
@@ -1215,9 +1223,10 @@ static void nn2c_sparse_row4(const nn2c_sparse_s8_t *m, const int8_t *const x[4]
 #endif
 }
 
-#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
-/* The last n (1 to 3) rows of a layer with pair records, which only the four-row loop reads: the last one
- * repeated to four, computed into rows (4 * out_c bytes of scratch), the n copied out. */
+#if (defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)) || !defined(NN2C_OMIT_SPARSE_PACKED4)
+/* The last n (1 to 3) rows of a layer with pair records or packed for four rows (nn2c_sparse_s8_t.packed 2), which
+ * only the four-row loop reads: the last one repeated to four, computed into rows (4 * out_c bytes of scratch), the
+ * n copied out. */
 static void nn2c_sparse_rows_tail(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[], int32_t n,
                                   int32_t *pairs, int8_t *rows) {
     const int8_t *const x4[4] = {x[0], x[n > 1 ? 1 : 0], x[n > 2 ? 2 : n - 1], x[n - 1]};
@@ -1306,8 +1315,8 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
                 }
             }
         }
-#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
-        if (m->pairs && ready > 0) {
+#if (defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)) || !defined(NN2C_OMIT_SPARSE_PACKED4)
+        if ((m->pairs || m->packed == 2) && ready > 0) {
             nn2c_sparse_rows_tail(m, x, out, ready, pairs, rows_scratch);
             continue;
         }

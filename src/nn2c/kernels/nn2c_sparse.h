@@ -26,7 +26,9 @@ typedef struct {
     /* each entry's input position inside its segment; packed (--optimize size): instead the step from the
      * previous entry's position (the first: from input 0) in 4 bits, two entries a byte, low half first.
      * Packed rows are one segment however deep; a gap over 15 takes extra zero-weight entries of step 15.
-     * nn2c_sparse_row1 reads them one input row at a time, nn2c_sparse_row4_packed four. */
+     * nn2c_sparse_row1 reads them one input row at a time, nn2c_sparse_row4_packed four. packed 1: each list
+     * padded to a multiple of 4 entries (either loop); 2: to a multiple of 2, for the four-row loop alone (a 1x1
+     * convolution: nn2c_conv_s8_sparse runs its last 1-3 pixels as four too). */
     const uint8_t *index;
     int32_t packed;
     const int8_t *values;    /* each nonzero's weight, in the same order */

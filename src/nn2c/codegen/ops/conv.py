@@ -538,7 +538,7 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     rows = np.asarray(w.data, dtype=np.int8).reshape(geom.out_c, geom.in_c)
     real = requant_multipliers(x, out, _channel_scales(ctx, w, geom.out_c, 0))
     pairs = row_pairs_fit(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max)
-    layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w, pairs=pairs)
+    layout = sparse_plan(ctx, rows, geom.batches * geom.out_h * geom.out_w, pairs=pairs, four_rows_only=True)
     if layout is None:
         return False
     ctx.use_kernel("sparse")

@@ -27,6 +27,11 @@ from nn2c.target import Target
 
 SEGMENT = 256  # NN2C_SPARSE_SEGMENT: inputs per segment, so a position fits one byte
 BLOCK = 4  # entries per segment list come in whole blocks of this many (zero-weight padding)
+# a packed list read only by the four-row loop (a 1x1 convolution's whose lists then take fewer bytes: its last 1-3
+# pixels run as four, repeated) comes in pairs of entries, one byte of steps: on pruned kws_ref_model (75%) its 1x1
+# convolutions' filters take 0.43x the int8 rows' bytes, 0.45x in blocks of 4 (bench/sparse.py --packed)
+FOUR_ROWS_BLOCK = 2
+PACKED_ROWS, PACKED_FOUR_ROWS = 1, 2  # nn2c_sparse_s8_t.packed: lists in BLOCKs (either loop), in FOUR_ROWS_BLOCKs
 PACKED_STEP_MAX = 15  # packed_layout: the largest step between two positions a 4-bit half holds
 RECORD_WORDS = 3  # NN2C_SPARSE_RECORD: int32 words of a per-channel filter's output-stage record
 TABLE_RECORD_WORDS = 4  # NN2C_SPARSE_TABLE_RECORD: a doubled record of a layer over pair tables (table_records)
@@ -97,7 +102,8 @@ class SparseLayout:
     counts: np.ndarray
     positions: np.ndarray
     values: np.ndarray
-    packed: bool = False  # positions as 4-bit steps, two a byte, one segment a channel (packed_layout)
+    # positions as 4-bit steps, two a byte, one segment a channel (packed_layout): PACKED_ROWS or PACKED_FOUR_ROWS
+    packed: int = 0
 
     @property
     def entries(self) -> int:
@@ -149,12 +155,24 @@ def sparse_layout(rows: np.ndarray) -> SparseLayout:
     return SparseLayout(out_c, depth, counts, positions, values)
 
 
-def packed_layout(rows: np.ndarray) -> SparseLayout | None:
+def packed_layout(rows: np.ndarray, four_rows_only: bool = False) -> SparseLayout | None:
     """[out_c, depth] int8 -> its packed SparseLayout (--optimize size, nn2c_sparse_s8_t.packed): per channel
     its nonzeros in increasing input order, each position stored as the 4-bit step from the previous one
     (the first from input 0), two a byte, low half first; a step over 15 first takes zero-weight entries of
-    step 15; each channel's list padded with zero steps and weights to a multiple of 4 entries. Half the
-    positions' bytes of sparse_layout. None when a channel would hold more entries than a uint16 counts."""
+    step 15; each channel's list padded with zero steps and weights to a multiple of 4 entries, or of 2 for a layer
+    whose rows can all run the four-row loop (four_rows_only) where that takes fewer bytes (PACKED_FOUR_ROWS:
+    its last 1-3 rows then run as four). Half the positions' bytes of sparse_layout. None when a channel would hold
+    more entries than a uint16 counts."""
+    if four_rows_only:
+        pairs = packed_layout_of(rows, FOUR_ROWS_BLOCK)
+        if pairs is None or np.any(pairs.counts % BLOCK):
+            return pairs
+    return packed_layout_of(rows, BLOCK)
+
+
+def packed_layout_of(rows: np.ndarray, block: int) -> SparseLayout | None:
+    """packed_layout with its lists padded to a multiple of `block` entries (BLOCK: PACKED_ROWS, FOUR_ROWS_BLOCK:
+    PACKED_FOUR_ROWS)."""
     out_c, depth = rows.shape
     counts = np.zeros(out_c, dtype=np.int64)
     steps: list[np.ndarray] = []
@@ -164,7 +182,7 @@ def packed_layout(rows: np.ndarray) -> SparseLayout | None:
         gap = np.diff(position, prepend=0)
         extra = np.maximum((gap - 1) // PACKED_STEP_MAX, 0)  # the zero-weight entries of step 15 before each
         n = position.size + int(extra.sum())
-        padded = -(-n // BLOCK) * BLOCK
+        padded = -(-n // block) * block
         if padded > np.iinfo(np.uint16).max:
             return None
         step = np.zeros(padded, dtype=np.uint8)
@@ -178,19 +196,26 @@ def packed_layout(rows: np.ndarray) -> SparseLayout | None:
         values.append(value)
     flat = np.concatenate(steps) if steps else np.zeros(0, dtype=np.uint8)
     return SparseLayout(out_c, depth, counts.astype(np.uint16), (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8),
-                        np.concatenate(values) if values else np.zeros(0, dtype=np.int8), packed=True)
+                        np.concatenate(values) if values else np.zeros(0, dtype=np.int8),
+                        packed=PACKED_ROWS if block == BLOCK else PACKED_FOUR_ROWS)
 
 
 def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int) -> tuple[float, float] | None:
     """(dense, sparse) instructions the target's fitted model predicts for this filter applied to
     input_rows rows, or None when the target has no measured model (also nn2c.profile's prediction of
-    a sparse step). A packed layout costs its steps' extra (Target.packed_extra); None without it."""
+    a sparse step). A packed layout costs its steps' extra (Target.packed_extra), PACKED_FOUR_ROWS its last 1-3
+    rows as four; None without it."""
     predicted = predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
     if predicted is None or not layout.packed:
         return predicted
     extra = target.packed_extra(input_rows >= 4)
     if extra is None:
         return None
+    if layout.packed == PACKED_FOUR_ROWS:
+        input_rows = -(-input_rows // 4) * 4
+        tail = predicted_costs(target, layout.out_c, layout.depth, input_rows, layout.entries)
+        assert tail is not None
+        predicted = predicted[0], tail[1]
     return predicted[0], predicted[1] + (extra[0] * layout.entries + extra[1] * layout.out_c) * input_rows
 
 
@@ -290,7 +315,8 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, 
     return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
 
 
-def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, pairs: bool = False) -> SparseLayout | None:
+def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, pairs: bool = False,
+                four_rows_only: bool = False) -> SparseLayout | None:
     """The sparse layout of this [out_c, depth] int8 filter, applied to input_rows rows (batches or output
     pixels), when it takes the sparse kernel, else None: with --sparse auto when the target's fitted model
     predicts it at most SAFETY times the dense instructions (a margin for the model's error: never slower;
@@ -298,14 +324,15 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, pairs: bool
     With --optimize size the packed layout (half the positions' flash) where it is smaller than the dense filter
     and, with the target's measured cost of its steps (Target.packed_extra), predicted no slower than the dense
     kernel of that level (SIZE_SAFETY for one row, auto_margin for more); else the usual layout, by the usual
-    rule. pairs (row_pairs_fit): the layer would sum its rows in row pairs,
+    rule. four_rows_only: every row of the layer runs the four-row loop (a 1x1 convolution), so a packed list
+    pads to pairs (packed_layout). pairs (row_pairs_fit): the layer would sum its rows in row pairs,
     which an --optimize speed build keeps (compile.plan_stages), so there it is predicted with their model;
     elsewhere with the four-row loop's, as the arena may not allow them."""
     if ctx.sparse == "off" or rows.size == 0:
         return None
     # (a nonzero takes at least a byte of value and half a byte of step: rows no packing can make smaller than
     # their dense bytes are not laid out at all, dense layers of an unpruned model at size among them)
-    packed = (packed_layout(rows) if ctx.optimize == "size"
+    packed = (packed_layout(rows, four_rows_only) if ctx.optimize == "size"
               and 3 * np.count_nonzero(rows) < 2 * rows.size else None)
     if ctx.sparse == "always":
         return packed or sparse_layout(rows)
@@ -605,6 +632,6 @@ def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs:
     if pairs and target.sparse_pairs_cost is not None:
         features = cost_features(rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))[1]
         return max(float(np.dot(target.sparse_pairs_cost, features)), 0.0)
-    layout = packed_layout(rows) if packed else None
+    layout = packed_layout(rows, four_rows_only=node.op == "CONV_2D") if packed else None
     predicted = predicted_instructions(target, layout or sparse_layout(rows), input_rows)
     return None if predicted is None else max(predicted[1], 0.0)
