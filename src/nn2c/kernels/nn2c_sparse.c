@@ -840,7 +840,8 @@ __attribute__((noinline)) static void nn2c_sparse_row1_table(const nn2c_sparse_s
 }
 #endif
 
-/* Four input rows x[0..3] (output rows out[0..3]) at once; per_channel and packed constants of the instance. */
+/* Four input rows x[0..3] (output rows out[0..3]) at once; per_channel and packed constants of the instance
+ * (nn2c_sparse_row4_packed's one instance reads per_channel at run time: the smaller code). */
 NN2C_INLINE void nn2c_sparse_row4_arrays(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *const out[4],
                                          int per_channel, int packed) {
     nn2c_sparse_walk_t w = nn2c_sparse_walk(m);
