@@ -30,8 +30,10 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -132,23 +134,27 @@ def _prune(model: str, pruning: str, workdir: Path) -> Path:
     return path
 
 
-def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
-    """Step index -> the layers the sparse kernels can take (what --sparse always puts on them)."""
-    result = compile_model(path, _options(core, "always"))
-    layers = {}
-    for k, step in enumerate(steps_of(result)):
+def _sparse_able(path: Path, core: str, mode: str) -> Iterator[tuple[int, Any, np.ndarray]]:
+    """(step index, step, int8 filter rows [out_c, depth]) of the FULLY_CONNECTED and CONV_2D steps with a constant
+    filter in a build of `mode` (what --sparse always puts on the sparse kernels)."""
+    for k, step in enumerate(steps_of(compile_model(path, _options(core, mode)))):
         if getattr(step, "op", None) not in ("FULLY_CONNECTED", "CONV_2D"):
             continue
-        w, out = step.inputs[1], step.outputs[0]
-        if w is None or w.data is None:
-            continue
-        rows = np.asarray(w.data).reshape(w.type.shape[0], -1)
-        outputs = out.type.num_elements
+        w = step.inputs[1]
+        if w is not None and w.data is not None:
+            yield k, step, np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
+
+
+def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
+    """Step index -> the layers the sparse kernels can take (what --sparse always puts on them)."""
+    layers = {}
+    for k, step, rows in _sparse_able(path, core, "always"):
+        outputs = step.outputs[0].type.num_elements
         batches = outputs // rows.shape[0]  # input rows: FULLY_CONNECTED batches or output pixels
-        entries = sparse_layout(rows.astype(np.int8)).entries * batches
+        entries = sparse_layout(rows).entries * batches
         layers[k] = LayerRun(k, step.op, "block" if batches >= 4 else "row", density(rows), macs(step),
                              rows.shape[1], outputs, entries, batches,
-                             table_words=int(table_counts(rows.astype(np.int8)).sum()) if batches < 4 else 0)
+                             table_words=int(table_counts(rows).sum()) if batches < 4 else 0)
     return layers
 
 
@@ -400,15 +406,8 @@ def measure_packed(model: str, pruning: str, core: str, records: int, workdir: P
     from nn2c.codegen.ops.sparse import packed_layout
 
     path = _prune(model, pruning, workdir)
-    always = compile_model(path, _options(core, "size-always"))
     layers: dict[int, PackedLayer] = {}
-    for k, step in enumerate(steps_of(always)):
-        if getattr(step, "op", None) not in ("FULLY_CONNECTED", "CONV_2D"):
-            continue
-        w = step.inputs[1]
-        if w is None or w.data is None:
-            continue
-        rows = np.asarray(w.data).reshape(w.type.shape[0], -1).astype(np.int8)
+    for k, step, rows in _sparse_able(path, core, "size-always"):
         layout = packed_layout(rows, four_rows_only=step.op == "CONV_2D")
         if layout is None:
             continue

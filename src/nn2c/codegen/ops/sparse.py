@@ -163,16 +163,7 @@ def packed_layout(rows: np.ndarray, four_rows_only: bool = False) -> SparseLayou
     whose rows can all run the four-row loop (four_rows_only) where that takes fewer bytes (PACKED_FOUR_ROWS:
     its last 1-3 rows then run as four). Half the positions' bytes of sparse_layout. None when a channel would hold
     more entries than a uint16 counts."""
-    if four_rows_only:
-        pairs = packed_layout_of(rows, FOUR_ROWS_BLOCK)
-        if pairs is None or np.any(pairs.counts % BLOCK):
-            return pairs
-    return packed_layout_of(rows, BLOCK)
-
-
-def packed_layout_of(rows: np.ndarray, block: int) -> SparseLayout | None:
-    """packed_layout with its lists padded to a multiple of `block` entries (BLOCK: PACKED_ROWS, FOUR_ROWS_BLOCK:
-    PACKED_FOUR_ROWS)."""
+    block = FOUR_ROWS_BLOCK if four_rows_only else BLOCK
     out_c, depth = rows.shape
     counts = np.zeros(out_c, dtype=np.int64)
     steps: list[np.ndarray] = []
@@ -195,9 +186,11 @@ def packed_layout_of(rows: np.ndarray, block: int) -> SparseLayout | None:
         steps.append(step)
         values.append(value)
     flat = np.concatenate(steps) if steps else np.zeros(0, dtype=np.uint8)
+    # lists in pairs whose counts are all multiples of BLOCK are the layout in BLOCKs, which either loop reads
+    pairs = bool(np.any(counts % BLOCK))
     return SparseLayout(out_c, depth, counts.astype(np.uint16), (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8),
                         np.concatenate(values) if values else np.zeros(0, dtype=np.int8),
-                        packed=PACKED_ROWS if block == BLOCK else PACKED_FOUR_ROWS)
+                        packed=PACKED_FOUR_ROWS if pairs else PACKED_ROWS)
 
 
 def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int) -> tuple[float, float] | None:
