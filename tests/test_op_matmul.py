@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from nn2c.api import CompileOptions, compile_model
-from nn2c.errors import UnsupportedOpError
+from nn2c.errors import InvalidModelError, UnsupportedOpError
 from nn2c.verify.build import build, run
 from tests.c_safety import extreme_records
 from tests.oracle_check import assert_matches_tflm
@@ -86,6 +86,20 @@ def test_batch_matmul_matches_tflm(tmp_path: Path, dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_batch_matmul_with_a_constant_operand_matches_tflm(tmp_path: Path, dtype: str) -> None:
     assert_matches_tflm(_matmul_model(dtype, seed=2, constant_rhs=True), tmp_path, name=f"bmm_const_{dtype}")
+
+
+def test_batch_matmul_refuses_an_undefined_requantisation(tmp_path: Path) -> None:
+    """An int8 BATCH_MATMUL whose output scale makes its multiplier 2^30 or more: TFLite Micro's requantisation
+    shifts left by 31 bits or more there (undefined), so nn2c refuses it in one error, as it does for CONV_2D."""
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, 2, 3), scale=0.5, zero_point=0)
+    y = b.tensor("int8", (1, 3, 2), scale=0.5, zero_point=0)
+    o = b.tensor("int8", (1, 2, 2), scale=1e-12, zero_point=0)
+    b.op("BATCH_MATMUL", [x, y], [o], {"adj_x": False, "adj_y": False})
+    with pytest.raises(InvalidModelError, match=r"op #0 BATCH_MATMUL .*output multiplier.* is 2.5e\+11"):
+        path = tmp_path / "bmm_huge_multiplier.tflite"
+        path.write_bytes(b.build([x, y], [o]))
+        compile_model(path)
 
 
 # (input NHWC, output channels, kernel, stride, padding, bias, fused activation)

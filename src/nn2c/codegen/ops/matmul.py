@@ -40,7 +40,7 @@ from nn2c.codegen.ops.common import (
 )
 from nn2c.errors import InvalidModelError
 from nn2c.ir import Node, Value
-from nn2c.quant.fixedpoint import quantize_multiplier
+from nn2c.quant.fixedpoint import defined_requant_multipliers, quantize_multiplier
 
 MAX_BATCH_DIMS = 6  # NN2C_MM_MAX_BATCH_DIMS
 
@@ -97,9 +97,11 @@ def matmul_shape(ctx: EmitContext, lhs: Value, rhs: Value, out: Value, adj_x: bo
 
 
 def _batch_matmul_multiplier(lhs: Value, rhs: Value, out: Value) -> tuple[int, int]:
-    # GetQuantizedConvolutionMultipler: the scale product in float, then double
+    # GetQuantizedConvolutionMultipler: the scale product in float, then double; refused from 2^30, where TFLite
+    # Micro's requantisation is undefined, as every requantising layer's (defined_requant_multipliers)
     product = float(np.float32(scale(lhs)) * np.float32(scale(rhs)))
-    return quantize_multiplier(product / float(np.float32(scale(out))))
+    (real,) = defined_requant_multipliers([product / float(np.float32(scale(out)))])
+    return quantize_multiplier(real)
 
 
 @lowering("BATCH_MATMUL")
