@@ -2,6 +2,7 @@
  * channel four at a time (per nonzero: its position, the input byte there, its weight, a
  * multiply-accumulate); four input rows at once share each nonzero's position and weight. Sums of
  * int32 products in any order are the same int32, so the result equals the dense kernels'. */
+#include <stddef.h>
 #include <string.h>
 
 #include "nn2c_sparse.h"
@@ -15,6 +16,9 @@ const uint8_t nn2c_kernel_path_sparse_table = 1;
 #endif
 #if !defined(NN2C_OMIT_SPARSE_PACKED4)
 const uint8_t nn2c_kernel_path_sparse_packed4 = 1;
+#endif
+#if !defined(NN2C_OMIT_SPARSE_ROWS8)
+const uint8_t nn2c_kernel_path_sparse_rows8 = 1;
 #endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -1003,53 +1007,68 @@ NN2C_INLINE void nn2c_sparse_row4_records(const nn2c_sparse_s8_t *m, const int8_
 #endif
 
 #if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
+/* (the rows' words `STEP` bytes from one position to the next: 8 for four rows, 16 for eight, whose second four
+ * rows' words follow the first's) */
+#define NN2C_SPARSE_PAIR_ROWS_ASM(STEP) \
+    __asm__ volatile("cmp    %[xp], %[end]\n\t" \
+                     "beq    2f\n" \
+                     "1:\n\t" \
+                     "ldrsb  %[a], [%[x0]], #1\n\t" \
+                     "ldrsb  %[b], [%[x1]], #1\n\t" \
+                     "ldrsb  %[c], [%[x2]], #1\n\t" \
+                     "ldrsb  %[d], [%[x3]], #1\n\t" \
+                     "add    %[a], %[a], %[b], lsl #23\n\t" \
+                     "add    %[c], %[c], %[d], lsl #23\n\t" \
+                     "ldrsb  %[b], [%[x1]], #1\n\t" \
+                     "ldrsb  %[d], [%[x3]], #1\n\t" \
+                     "strd   %[a], %[c], [%[xp]], #" STEP "\n\t" \
+                     "ldrsb  %[a], [%[x0]], #1\n\t" \
+                     "ldrsb  %[c], [%[x2]], #1\n\t" \
+                     "add    %[a], %[a], %[b], lsl #23\n\t" \
+                     "add    %[c], %[c], %[d], lsl #23\n\t" \
+                     "strd   %[a], %[c], [%[xp]], #" STEP "\n\t" \
+                     "cmp    %[xp], %[end]\n\t" \
+                     "bne    1b\n" \
+                     "2:\n\t" \
+                     : [xp] "+r"(xp), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3), [a] "=&r"(a), \
+                       [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d) \
+                     : [end] "r"(end) \
+                     : "cc", "memory")
+
 /* Four input rows as two row pairs (nn2c_sparse_s8_t.pairs): at each input position the words x0 + 2^23 x1 and
  * x2 + 2^23 x3 (nn2c_sparse_pair_rows, 8 bytes a position), so that one SMLAL of an entry's weight adds to two
  * rows' sums at once, held in one 64-bit sum: 6 instructions an entry for the four rows, where
  * NN2C_SPARSE_DSP_ROWS4_MACS takes 10. Each sum starts at 2^22 + 2^23 2^22: the low field S0 + 2^22 stays in
  * [0, 2^23) (|S0| < 2^22: 128 sum|w| < 2^22, the codegen's test), so it is the sum's low 23 bits and S1 + 2^22
- * the rest shifted down. */
-static void nn2c_sparse_pair_rows(const int8_t *const x[4], int32_t depth, int32_t *xp) {
+ * the rest shifted down. Step: words from one position to
+ * the next, 2 (four rows) or 4 (eight: this call's rows at xp, the other four's at xp + 2). */
+NN2C_INLINE void nn2c_sparse_pair_rows_step(const int8_t *const x[4], int32_t depth, int32_t *xp, int32_t step) {
     const int8_t *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
 #if !defined(__OPTIMIZE_SIZE__)
     /* two positions a step, each position's two words in one STRD: 8.5 instructions a position (GCC's loop of
      * one position and two stores took 11) */
-    int32_t *const end = xp + 2 * (depth & ~1);
+    int32_t *const end = xp + step * (depth & ~1);
     int32_t a, b, c, d;
-    __asm__ volatile("cmp    %[xp], %[end]\n\t"
-                     "beq    2f\n"
-                     "1:\n\t"
-                     "ldrsb  %[a], [%[x0]], #1\n\t"
-                     "ldrsb  %[b], [%[x1]], #1\n\t"
-                     "ldrsb  %[c], [%[x2]], #1\n\t"
-                     "ldrsb  %[d], [%[x3]], #1\n\t"
-                     "add    %[a], %[a], %[b], lsl #23\n\t"
-                     "add    %[c], %[c], %[d], lsl #23\n\t"
-                     "ldrsb  %[b], [%[x1]], #1\n\t"
-                     "ldrsb  %[d], [%[x3]], #1\n\t"
-                     "strd   %[a], %[c], [%[xp]], #8\n\t"
-                     "ldrsb  %[a], [%[x0]], #1\n\t"
-                     "ldrsb  %[c], [%[x2]], #1\n\t"
-                     "add    %[a], %[a], %[b], lsl #23\n\t"
-                     "add    %[c], %[c], %[d], lsl #23\n\t"
-                     "strd   %[a], %[c], [%[xp]], #8\n\t"
-                     "cmp    %[xp], %[end]\n\t"
-                     "bne    1b\n"
-                     "2:\n\t"
-                     : [xp] "+r"(xp), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3), [a] "=&r"(a),
-                       [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d)
-                     : [end] "r"(end)
-                     : "cc", "memory");
+    if (step == 2) {
+        NN2C_SPARSE_PAIR_ROWS_ASM("8");
+    } else {
+        NN2C_SPARSE_PAIR_ROWS_ASM("16");
+    }
     if (depth & 1) {
         xp[0] = *x0 + *x1 * (1 << 23);
         xp[1] = *x2 + *x3 * (1 << 23);
     }
 #else
-    for (int32_t i = 0; i < depth; ++i, xp += 2) {
+    for (int32_t i = 0; i < depth; ++i, xp += step) {
         xp[0] = x0[i] + x1[i] * (1 << 23);
         xp[1] = x2[i] + x3[i] * (1 << 23);
     }
 #endif
+}
+#undef NN2C_SPARSE_PAIR_ROWS_ASM
+
+static void nn2c_sparse_pair_rows(const int8_t *const x[4], int32_t depth, int32_t *xp) {
+    nn2c_sparse_pair_rows_step(x, depth, xp, 2);
 }
 
 /* An entry of the list against the row pairs at xa / xb (xp, its second word): its position and weight bytes,
@@ -1160,6 +1179,146 @@ static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *cons
 #undef NN2C_SPARSE_DSP_PAIRS_RQ
 #undef NN2C_SPARSE_DSP_PAIRS_STEP4
 #undef NN2C_SPARSE_DSP_PAIRS_ENTRY
+
+#if !defined(NN2C_OMIT_SPARSE_ROWS8)
+/* What nn2c_sparse_row8_pairs_asm copies onto its stack (its offsets there are the words' here). */
+typedef struct {
+    int32_t start[8];       /* the four 64-bit sums' start, 2^22 + 2^23 2^22 each (one LDM) */
+    const uint16_t *count;  /* word 8: the next channel's entry count */
+    const int32_t *rec;     /* 9: its pair record */
+    int8_t *out;            /* 10: row 0's output of the channel */
+    int32_t stride;         /* 11: bytes from one row's outputs to the next's (one LDRD with out) */
+    int8_t *out_end;        /* 12: row 0's output past the last channel */
+    const int32_t *xp;      /* 13: the row pairs, 16 bytes a position */
+} nn2c_sparse_row8_frame_t;
+/* (the assembly's offsets: a build for a core with wider pointers fails here instead) */
+typedef char nn2c_sparse_row8_frame_check[offsetof(nn2c_sparse_row8_frame_t, xp) == 52 ? 1 : -1];
+
+/* An entry against the eight rows' four pair words at 16 x position: its position (r8) and weight (r9) bytes, the
+ * words' address, one SMLAL a pair: 11 instructions for eight rows (the four-row loop's 6 for four) */
+#define NN2C_SPARSE_DSP_ROWS8_ENTRY(POS, VAL) \
+    "ldrb   r8, " POS "\n\t" \
+    "ldrsb  r9, " VAL "\n\t" \
+    "add    r8, lr, r8, lsl #4\n\t" \
+    "ldr    r10, [r8]\n\t" \
+    "smlal  r0, r1, r10, r9\n\t" \
+    "ldr    r10, [r8, #4]\n\t" \
+    "smlal  r2, r3, r10, r9\n\t" \
+    "ldr    r10, [r8, #8]\n\t" \
+    "smlal  r4, r5, r10, r9\n\t" \
+    "ldr    r10, [r8, #12]\n\t" \
+    "smlal  r6, r7, r10, r9\n\t"
+#define NN2C_SPARSE_DSP_ROWS8_STEP4 \
+    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #1]", "[r12, #1]") \
+    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #2]", "[r12, #2]") \
+    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #3]", "[r12, #3]") \
+    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11], #4", "[r12], #4")
+/* a pair's two fields (S1 + 2^22 above bit 23 of the 64-bit sum, S0 + 2^22 below) */
+#define NN2C_SPARSE_DSP_ROWS8_FIELDS(L, H) \
+    "lsl    " H ", " H ", #9\n\t" \
+    "orr    " H ", " H ", " L ", lsr #23\n\t" \
+    "ubfx   " L ", " L ", #0, #23\n\t"
+/* a row's output from its doubled sum A (in place): m r9, h r10, r r8, as nn2c_record_requant_doubled */
+#define NN2C_SPARSE_DSP_ROWS8_RQ(A) \
+    "add    lr, r10, " A ", asr #31\n\t" \
+    "smmlar lr, " A ", r9, lr\n\t" \
+    "asr    lr, lr, r8\n\t" \
+    "ssat   " A ", #8, lr\n\t"
+
+/* The channel loop of nn2c_sparse_row8_pairs, all of it in assembly with every register but sp and pc (the eight
+ * rows' four 64-bit sums r0-r7, the entry r8-r10, the positions r11, the weights r12, the row pairs lr), the rest
+ * in a frame on the stack (nn2c_sparse_row8_frame_t; a list's end at word 14). Per channel of eight rows 11
+ * instructions an entry and about 95 more (two channels of nn2c_sparse_row4_pairs: 12 and about 118). */
+__attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
+    __attribute__((unused)) const nn2c_sparse_row8_frame_t *frame, __attribute__((unused)) const uint8_t *index,
+    __attribute__((unused)) const int8_t *values) {
+    __asm__ volatile(
+        "push   {r4-r11, lr}\n\t"
+        "sub    sp, sp, #64\n\t"
+        "mov    r11, r1\n\t"
+        "mov    r12, r2\n\t"
+        "ldm    r0!, {r1-r8}\n\t"
+        "stm    sp, {r1-r8}\n\t"
+        "ldm    r0, {r1-r6}\n\t"
+        "add    r7, sp, #32\n\t"
+        "stm    r7, {r1-r6}\n"
+        "1:\n\t"
+        "ldr    r8, [sp, #32]\n\t"
+        "ldrh   r9, [r8], #2\n\t"
+        "str    r8, [sp, #32]\n\t"
+        "ldr    lr, [sp, #52]\n\t"
+        "ldm    sp, {r0-r7}\n\t"
+        "cmp    r9, #0\n\t"
+        "beq    4f\n\t"
+        "add    r10, r12, r9\n\t"
+        "str    r10, [sp, #56]\n\t"
+        "tst    r9, #4\n\t"
+        "bne    3f\n"
+        "2:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        "3:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        "ldr    r10, [sp, #56]\n\t"
+        "cmp    r12, r10\n\t"
+        "bne    2b\n"
+        "4:\n\t"
+        NN2C_SPARSE_DSP_ROWS8_FIELDS("r0", "r1") NN2C_SPARSE_DSP_ROWS8_FIELDS("r2", "r3")
+        NN2C_SPARSE_DSP_ROWS8_FIELDS("r4", "r5") NN2C_SPARSE_DSP_ROWS8_FIELDS("r6", "r7")
+        /* the record (B r8, m r9, h r10): the doubled sums B + 2 field, then r (h's trailing zeros + 1) */
+        "ldr    lr, [sp, #36]\n\t"
+        "ldm    lr!, {r8-r10}\n\t"
+        "str    lr, [sp, #36]\n\t"
+        "add    r0, r8, r0, lsl #1\n\t"
+        "add    r1, r8, r1, lsl #1\n\t"
+        "add    r2, r8, r2, lsl #1\n\t"
+        "add    r3, r8, r3, lsl #1\n\t"
+        "add    r4, r8, r4, lsl #1\n\t"
+        "add    r5, r8, r5, lsl #1\n\t"
+        "add    r6, r8, r6, lsl #1\n\t"
+        "add    r7, r8, r7, lsl #1\n\t"
+        "rbit   r8, r10\n\t"
+        "clz    r8, r8\n\t"
+        "add    r8, r8, #1\n\t"
+        NN2C_SPARSE_DSP_ROWS8_RQ("r0") NN2C_SPARSE_DSP_ROWS8_RQ("r1") NN2C_SPARSE_DSP_ROWS8_RQ("r2")
+        NN2C_SPARSE_DSP_ROWS8_RQ("r3") NN2C_SPARSE_DSP_ROWS8_RQ("r4") NN2C_SPARSE_DSP_ROWS8_RQ("r5")
+        NN2C_SPARSE_DSP_ROWS8_RQ("r6") NN2C_SPARSE_DSP_ROWS8_RQ("r7")
+        /* the eight rows' bytes, the next channel */
+        "ldrd   r8, r9, [sp, #40]\n\t"
+        "strb   r0, [r8]\n\t"
+        "strb   r1, [r8, r9]\n\t"
+        "add    r10, r8, r9, lsl #1\n\t"
+        "strb   r2, [r10]\n\t"
+        "strb   r3, [r10, r9]\n\t"
+        "add    r10, r10, r9, lsl #1\n\t"
+        "strb   r4, [r10]\n\t"
+        "strb   r5, [r10, r9]\n\t"
+        "add    r10, r10, r9, lsl #1\n\t"
+        "strb   r6, [r10]\n\t"
+        "strb   r7, [r10, r9]\n\t"
+        "add    r8, r8, #1\n\t"
+        "str    r8, [sp, #40]\n\t"
+        "ldr    r9, [sp, #48]\n\t"
+        "cmp    r8, r9\n\t"
+        "bne    1b\n\t"
+        "add    sp, sp, #64\n\t"
+        "pop    {r4-r11, pc}\n\t");
+}
+#undef NN2C_SPARSE_DSP_ROWS8_RQ
+#undef NN2C_SPARSE_DSP_ROWS8_FIELDS
+#undef NN2C_SPARSE_DSP_ROWS8_STEP4
+#undef NN2C_SPARSE_DSP_ROWS8_ENTRY
+
+/* Eight rows x (their outputs `stride` bytes apart from out) of a layer in row pairs (nn2c_sparse_s8_t.pairs 2:
+ * a 1x1 convolution of eight pixels or more), as nn2c_sparse_row4_pairs twice with each entry's position and
+ * weight read once: the four row pairs' words of a position side by side (16 * depth bytes of scratch at xp). */
+static void nn2c_sparse_row8_pairs(const nn2c_sparse_s8_t *m, const int8_t *const x[8], int8_t *out, int32_t stride,
+                                   int32_t *xp) {
+    nn2c_sparse_pair_rows_step(x, m->depth, xp, 4);
+    nn2c_sparse_pair_rows_step(x + 4, m->depth, xp + 2, 4);
+    const nn2c_sparse_row8_frame_t frame = {
+        {0x400000, 0x2000, 0x400000, 0x2000, 0x400000, 0x2000, 0x400000, 0x2000},
+        m->counts, m->records, out, stride, out + m->out_c, xp};
+    nn2c_sparse_row8_pairs_asm(&frame, m->index, m->values);
+}
+#endif
 #endif
 
 /* nn2c_config.h: some layer runs four rows at a time, with byte positions (SPARSE_ROWS4) or packed (SPARSE_PACKED4) */
@@ -1277,52 +1436,100 @@ void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, in
     }
 }
 
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
+/* The last n (5 to 7) rows of an eight-row layer: the last one repeated to eight, computed into rows (8 * out_c
+ * bytes of scratch), the n copied out (two blocks of the four-row loop took about 25% more). */
+static void nn2c_sparse_rows8_tail(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[],
+                                   int32_t n, int32_t *pairs, int8_t *rows) {
+    const int8_t *x8[8];
+    for (int32_t r = 0; r < 8; ++r) {
+        x8[r] = x[r < n ? r : n - 1];
+    }
+    nn2c_sparse_row8_pairs(m, x8, rows, m->out_c, pairs);
+    for (int32_t r = 0; r < n; ++r) {
+        memcpy(out[r], rows + r * m->out_c, (size_t)m->out_c);
+    }
+}
+#endif
+
 /* Output pixels in raster order, four at a time; pixel q reads input pixel
  * (oy * stride_h - pad_h, ox * stride_w - pad_w), inside the input for a 1x1 filter without padding
  * (pad_h is also how a row-streamed call shifts its window of input rows). */
 #if defined(NN2C_SPARSE_FOUR_ROWS) /* (every sparse 1x1 convolution takes one of the paths) */
+/* The n (4, or 8 where ROWS8) rows of pixels x into out (their outputs out_c bytes apart): written channel by
+ * channel while their inputs are still read, so where an in-place plan puts them over those inputs, into the scratch
+ * rows first (copied in order once all are read: pixel by pixel in order is safe, memory/inplace.py). */
+static void nn2c_sparse_pixels(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[], int32_t n,
+                               int32_t in_c, int32_t *pairs, int8_t *rows_scratch) {
+    const int32_t out_c = m->out_c;
+    const int in_place = !(out[n - 1] + out_c <= x[0] || out[0] >= x[n - 1] + in_c);
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
+    if (n == 8) {
+        nn2c_sparse_row8_pairs(m, x, in_place ? rows_scratch : out[0], out_c, pairs);
+        for (int32_t r = 0; in_place && r < 8; ++r) {
+            memcpy(out[r], rows_scratch + r * out_c, (size_t)out_c);
+        }
+        return;
+    }
+#endif
+    if (!in_place) {
+        nn2c_sparse_row4(m, x, out, pairs);
+        return;
+    }
+    int8_t *const rows[4] = {rows_scratch, rows_scratch + out_c, rows_scratch + 2 * out_c, rows_scratch + 3 * out_c};
+    nn2c_sparse_row4(m, x, rows, pairs);
+    for (int32_t r = 0; r < 4; ++r) {
+        memcpy(out[r], rows[r], (size_t)out_c);
+    }
+}
+
 void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
     const nn2c_sparse_s8_t *m = &p->m;
     const nn2c_conv_geom_t *g = &p->g;
     const int32_t pixels = g->out_h * g->out_w;
     int32_t *const pairs = (int32_t *)scratch;
-    int8_t *const rows_scratch = (int8_t *)scratch + (m->pairs ? 8 * m->depth : 0);
+    /* (the row pairs: 8 bytes an input position for four rows, 16 for eight) */
+    int8_t *const rows_scratch = (int8_t *)scratch + 8 * m->pairs * m->depth;
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
+    const int32_t block = m->pairs == 2 ? 8 : 4;
+#else
+    const int32_t block = 4;
+#endif
     for (int32_t b = 0; b < g->batches; ++b) {
         const int8_t *in_b = input + b * g->in_h * g->in_w * g->in_c;
         int8_t *out_b = output + b * pixels * g->out_c;
-        const int8_t *x[4];
-        int8_t *out[4];
+        const int8_t *x[8];
+        int8_t *out[8];
         int32_t ready = 0;
         for (int32_t q = 0; q < pixels; ++q) {
             const int32_t oy = q / g->out_w, ox = q % g->out_w;
             const int32_t iy = oy * g->stride_h - g->pad_h, ix = ox * g->stride_w - g->pad_w;
             x[ready] = in_b + (iy * g->in_w + ix) * g->in_c;
             out[ready] = out_b + q * g->out_c;
-            if (++ready < 4) {
+            if (++ready < block) {
                 continue;
             }
             ready = 0;
-            /* the four pixels' outputs are written channel by channel while their inputs are still read:
-             * where an in-place plan puts them over those inputs, into the scratch rows first (copied in
-             * order once the four are read: pixel by pixel in order is safe, memory/inplace.py) */
-            if (out[3] + g->out_c <= x[0] || out[0] >= x[3] + g->in_c) {
-                nn2c_sparse_row4(m, x, out, pairs);
-            } else {
-                int8_t *const s0 = rows_scratch;
-                int8_t *const rows[4] = {s0, s0 + g->out_c, s0 + 2 * g->out_c, s0 + 3 * g->out_c};
-                nn2c_sparse_row4(m, x, rows, pairs);
-                for (int32_t r = 0; r < 4; ++r) {
-                    memcpy(out[r], rows[r], (size_t)g->out_c);
-                }
-            }
+            nn2c_sparse_pixels(m, x, out, block, g->in_c, pairs, rows_scratch);
         }
-#if (defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)) || !defined(NN2C_OMIT_SPARSE_PACKED4)
-        if ((m->pairs || m->packed == 2) && ready > 0) {
-            nn2c_sparse_rows_tail(m, x, out, ready, pairs, rows_scratch);
+        int32_t done = 0;
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
+        if (ready > 4) { /* (an eight-row layer's last 5-7 pixels: as eight, the last repeated) */
+            nn2c_sparse_rows8_tail(m, x, out, ready, pairs, rows_scratch);
             continue;
         }
 #endif
-        for (int32_t r = 0; r < ready; ++r) {
+        if (ready == 4) { /* (an eight-row layer's last 4 pixels) */
+            nn2c_sparse_pixels(m, x, out, 4, g->in_c, pairs, rows_scratch);
+            done = 4;
+        }
+#if (defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)) || !defined(NN2C_OMIT_SPARSE_PACKED4)
+        if ((m->pairs || m->packed == 2) && ready > done) {
+            nn2c_sparse_rows_tail(m, x + done, out + done, ready - done, pairs, rows_scratch);
+            continue;
+        }
+#endif
+        for (int32_t r = done; r < ready; ++r) {
             nn2c_sparse_row1(m, x[r], out[r]);
         }
     }

@@ -543,11 +543,14 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
         return False
     ctx.use_kernel("sparse")
     ctx.take_path("SPARSE_PACKED4" if layout.packed else "SPARSE_ROWS4")
+    eight_rows = pairs and not layout.packed and geom.out_h * geom.out_w >= 8  # (pixels a batch)
+    if eight_rows:
+        ctx.take_path("SPARSE_ROWS8")
     initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
-                                            act_min, act_max, row_pairs=pairs)
+                                            act_min, act_max, row_pairs=pairs, eight_rows=eight_rows)
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})
-    # (the row pairs, if any, then) 4 pixels' outputs: where an in-place plan puts them over their inputs, computed
-    # there first
+    # (the row pairs, if any, then) a block's outputs (4 pixels, 8 in eight-row pairs): where an in-place plan puts
+    # them over their inputs, computed there first
     scratch = ctx.scratch(pair_bytes or 4 * geom.out_c)
     ctx.call("nn2c_conv_s8_sparse", params, ctx.ptr(x), ctx.ptr(out), scratch)
     return True

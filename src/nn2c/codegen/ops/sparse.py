@@ -41,6 +41,9 @@ RECORD_SHIFTS = (-25, -2)
 # nn2c_sparse_row4_pairs: two rows' sums in one 64-bit sum S0 + 2^23 S1, exact while |S0| < 2^22 for any int8
 # input, i.e. 128 sum|w| < 2^22 for every channel
 PAIR_SUM_LIMIT = 1 << 22
+# nn2c_sparse_s8_t.pairs of a 1x1 convolution of eight pixels or more: eight rows at a time (nn2c_sparse_row8_pairs,
+# 11 instructions an entry where two runs of the four-row loop take 12, and about 95 a channel where they take 118)
+EIGHT_ROW_PAIRS = 2
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
 SAFETY = 0.85
@@ -475,12 +478,13 @@ def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np.ndarray, bias: Value | None,
                   input_offset: int, real: list[float], output_offset: int, act_min: int, act_max: int,
-                  row_pairs: bool) -> tuple[str, int]:
+                  row_pairs: bool, eight_rows: bool = False) -> tuple[str, int]:
     """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs, or their
     pair table layout) and its real multipliers (one for a per-tensor filter), and the bytes of scratch its row
     pairs or pair table take (0 without). On the Arm DSP each channel's output stage is one record where every
     shift allows (RECORD_SHIFTS); a layer run four rows at a time that row_pairs_fit allows (the caller's
-    `row_pairs`) sums them in row pairs, with pair_records."""
+    `row_pairs`) sums them in row pairs, with pair_records, eight rows at a time where `eight_rows` (a 1x1
+    convolution of eight pixels or more: nn2c_sparse_row8_pairs)."""
     out_c, depth = rows.shape
     quantized = [quantize_multiplier(m) for m in real]
     if isinstance(layout, TableLayout) and len(quantized) == 1:
@@ -544,7 +548,7 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     else:
         fields.update(stage, bias=ctx.const_array(folded, "int32_t", "bias with the input offset folded in"),
                       rounding=ctx.const_array(requant_rounding(shifts), "int64_t", "output rounding constants"))
-    fields["pairs"] = int(row_pairs)
+    fields["pairs"] = (EIGHT_ROW_PAIRS if eight_rows else 1) if row_pairs else 0
     if isinstance(layout, TableLayout):
         fields.update(table=2 if doubled_table else 1,
                       table_words=ctx.const_array(table_words(layout, doubled_table), "int32_t",
@@ -552,8 +556,9 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
                                                   "two weights (int16 halves" + (", doubled)" if doubled_table
                                                                                  else ")")))
     fields.update(output_offset=output_offset, act_min=act_min, act_max=act_max)
-    # the row pairs' scratch: 8 bytes an input position, then four rows' outputs (a block's last rows)
-    scratch = 8 * depth + 4 * out_c if row_pairs else 0
+    # the row pairs' scratch: 8 bytes an input position a row pair, then the outputs of a block of rows (where they
+    # overlap their inputs, or a block's last rows)
+    scratch = (8 * depth + 4 * out_c) * (EIGHT_ROW_PAIRS if eight_rows else 1) if row_pairs else 0
     if isinstance(layout, TableLayout):
         ctx.take_extra_scratch()
         scratch = layout.scratch_bytes
