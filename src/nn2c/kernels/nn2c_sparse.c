@@ -1244,22 +1244,24 @@ __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
         "stm    r7, {r1-r6}\n"
         "1:\n\t"
         "ldr    r8, [sp, #32]\n\t"
-        "ldrh   r9, [r8], #2\n\t"
+        "ldrh   r9, [r8], #2\n\t" /* (at least 4: the codegen's layout, no_empty) */
         "str    r8, [sp, #32]\n\t"
         "ldr    lr, [sp, #52]\n\t"
         "ldm    sp, {r0-r7}\n\t"
-        "cmp    r9, #0\n\t"
-        "beq    4f\n\t"
         "add    r10, r12, r9\n\t"
         "str    r10, [sp, #56]\n\t"
-        "tst    r9, #4\n\t"
-        "bne    3f\n"
+        /* sixteen entries an iteration, entered at the step that leaves a whole number of them */
+        "ubfx   r10, r9, #2, #2\n\t"
+        "tbh    [pc, r10, lsl #1]\n"
+        "5:\n\t"
+        ".hword (2f - 5b) / 2, (13f - 5b) / 2, (12f - 5b) / 2, (11f - 5b) / 2\n"
         "2:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
-        "3:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        "11:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        "12:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        "13:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
         "ldr    r10, [sp, #56]\n\t"
         "cmp    r12, r10\n\t"
-        "bne    2b\n"
-        "4:\n\t"
+        "bne    2b\n\t"
         NN2C_SPARSE_DSP_ROWS8_FIELDS("r0", "r1") NN2C_SPARSE_DSP_ROWS8_FIELDS("r2", "r3")
         NN2C_SPARSE_DSP_ROWS8_FIELDS("r4", "r5") NN2C_SPARSE_DSP_ROWS8_FIELDS("r6", "r7")
         /* the record (B r8, m r9, h r10): the doubled sums B + 2 field, then r (h's trailing zeros + 1) */
@@ -1282,18 +1284,17 @@ __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
         NN2C_SPARSE_DSP_ROWS8_RQ("r6") NN2C_SPARSE_DSP_ROWS8_RQ("r7")
         /* the eight rows' bytes, the next channel */
         "ldrd   r8, r9, [sp, #40]\n\t"
-        "strb   r0, [r8]\n\t"
         "strb   r1, [r8, r9]\n\t"
+        "strb   r2, [r8, r9, lsl #1]\n\t"
+        "strb   r4, [r8, r9, lsl #2]\n\t"
         "add    r10, r8, r9, lsl #1\n\t"
-        "strb   r2, [r10]\n\t"
         "strb   r3, [r10, r9]\n\t"
-        "add    r10, r10, r9, lsl #1\n\t"
-        "strb   r4, [r10]\n\t"
-        "strb   r5, [r10, r9]\n\t"
-        "add    r10, r10, r9, lsl #1\n\t"
+        "add    r10, r10, r9, lsl #2\n\t"
         "strb   r6, [r10]\n\t"
         "strb   r7, [r10, r9]\n\t"
-        "add    r8, r8, #1\n\t"
+        "sub    r10, r10, r9\n\t"
+        "strb   r5, [r10]\n\t"
+        "strb   r0, [r8], #1\n\t"
         "str    r8, [sp, #40]\n\t"
         "ldr    r9, [sp, #48]\n\t"
         "cmp    r8, r9\n\t"
@@ -1501,16 +1502,21 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
         const int8_t *x[8];
         int8_t *out[8];
         int32_t ready = 0;
-        for (int32_t q = 0; q < pixels; ++q) {
-            const int32_t oy = q / g->out_w, ox = q % g->out_w;
-            const int32_t iy = oy * g->stride_h - g->pad_h, ix = ox * g->stride_w - g->pad_w;
-            x[ready] = in_b + (iy * g->in_w + ix) * g->in_c;
-            out[ready] = out_b + q * g->out_c;
-            if (++ready < block) {
-                continue;
+        /* (the pixel's input and output stepped, not divided out of its index: 10 instructions a pixel fewer) */
+        const int32_t col_step = g->stride_w * g->in_c, row_step = g->stride_h * g->in_w * g->in_c;
+        const int8_t *row = in_b + ((-g->pad_h) * g->in_w - g->pad_w) * g->in_c;
+        int8_t *y = out_b;
+        for (int32_t oy = 0; oy < g->out_h; ++oy, row += row_step) {
+            const int8_t *px = row;
+            for (int32_t ox = 0; ox < g->out_w; ++ox, px += col_step, y += g->out_c) {
+                x[ready] = px;
+                out[ready] = y;
+                if (++ready < block) {
+                    continue;
+                }
+                ready = 0;
+                nn2c_sparse_pixels(m, x, out, block, g->in_c, pairs, rows_scratch);
             }
-            ready = 0;
-            nn2c_sparse_pixels(m, x, out, block, g->in_c, pairs, rows_scratch);
         }
         int32_t done = 0;
 #if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)

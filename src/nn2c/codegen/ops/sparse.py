@@ -139,14 +139,15 @@ def stored_entries(rows: np.ndarray) -> int:
     return int((-(-nonzeros // BLOCK) * BLOCK).sum(dtype=np.int64))
 
 
-def sparse_layout(rows: np.ndarray) -> SparseLayout:
+def sparse_layout(rows: np.ndarray, no_empty: bool = False) -> SparseLayout:
     """[out_c, depth] int8 -> its SparseLayout: the nonzeros channel after channel, segment after segment,
     in increasing input order, each segment's list padded with zero weights at position 0 to a multiple
-    of 4 entries (the kernels' block)."""
+    of 4 entries (the kernels' block); no_empty: an empty list to 4 too (nn2c_sparse_row8_pairs reads no count
+    of 0)."""
     out_c, depth = rows.shape
     blocks = _segment_blocks(rows)
     nonzeros = np.count_nonzero(blocks, axis=1)
-    counts = (-(-nonzeros // BLOCK) * BLOCK).astype(np.uint16)
+    counts = (-(-np.maximum(nonzeros, int(no_empty)) // BLOCK) * BLOCK).astype(np.uint16)
     positions = np.zeros(int(counts.sum()), dtype=np.uint8)
     values = np.zeros(int(counts.sum()), dtype=np.int8)
     starts = np.concatenate([[0], np.cumsum(counts[:-1], dtype=np.int64)])
