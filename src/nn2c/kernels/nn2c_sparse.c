@@ -181,11 +181,14 @@ NN2C_INLINE int32_t nn2c_sparse_dot(const int8_t *seg, const uint8_t **index, co
 #else
     const uint8_t *pi = *index;
     const int8_t *pw = *value;
-    for (; n > 0; n -= 4, pi += 4, pw += 4) {
+    for (; n >= 4; n -= 4, pi += 4, pw += 4) {
         acc += pw[0] * seg[pi[0]];
         acc += pw[1] * seg[pi[1]];
         acc += pw[2] * seg[pi[2]];
         acc += pw[3] * seg[pi[3]];
+    }
+    for (; n > 0; --n) { /* (a row-pair layer's lists are unpadded: sparse_layout) */
+        acc += *pw++ * seg[*pi++];
     }
     *index = pi;
     *value = pw;
@@ -1080,12 +1083,13 @@ static void nn2c_sparse_pair_rows(const int8_t *const x[4], int32_t depth, int32
     "smlal  %[l0], %[h0], %[v], %[w]\n\t" \
     "ldr    %[v], [%[xb], %[i], lsl #3]\n\t" \
     "smlal  %[l1], %[h1], %[v], %[w]\n\t"
-/* four of them, the last with the pointers' steps */
-#define NN2C_SPARSE_DSP_PAIRS_STEP4 \
-    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #1]", "[%[pw], #1]") \
-    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #2]", "[%[pw], #2]") \
-    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #3]", "[%[pw], #3]") \
-    NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi]], #4", "[%[pw]], #4")
+/* four of them, from the pointers (one before the next entry) plus 1 to 4, the last with their step; A..D the four
+ * entries' labels (a list enters at any) */
+#define NN2C_SPARSE_DSP_PAIRS_STEP4(A, B, C, D) \
+    A ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #1]", "[%[pw], #1]") \
+    B ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #2]", "[%[pw], #2]") \
+    C ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #3]", "[%[pw], #3]") \
+    D ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #4]!", "[%[pw], #4]!")
 /* the output of a row from its doubled sum A (in place) with the pair record's m (w), h (v) and r (e), as
  * nn2c_record_requant_doubled */
 #define NN2C_SPARSE_DSP_PAIRS_RQ(A) \
@@ -1101,6 +1105,7 @@ typedef struct {
     int8_t *out;       /* row 0's output of the channel */
     int8_t *out_end;   /* row 0's output past the last channel */
     int32_t stride;    /* bytes from one row's outputs to the next's */
+    int32_t start[2];  /* a 64-bit sum's start, 2^22 + 2^23 2^22 (one LDRD) */
 } nn2c_sparse_pairs_frame_t;
 
 /* The four rows x (their outputs `stride` bytes apart from out) of a layer with pair records, per-channel and
@@ -1112,30 +1117,35 @@ typedef struct {
 static void nn2c_sparse_row4_pairs(const nn2c_sparse_s8_t *m, const int8_t *const x[4], int8_t *out, int32_t stride,
                                    int32_t *xp) {
     nn2c_sparse_pair_rows(x, m->depth, xp);
-    nn2c_sparse_pairs_frame_t frame = {m->counts, m->records, out, out + m->out_c, stride};
+    nn2c_sparse_pairs_frame_t frame = {m->counts, m->records, out, out + m->out_c, stride, {0x400000, 0x2000}};
     nn2c_sparse_pairs_frame_t *const fr = &frame;
     const uint8_t *pi = m->index;
     const int8_t *pw = m->values;
     int32_t l0, h0, l1, h1, i, w, v, e;
     __asm__ volatile(
+        "sub    %[pi], %[pi], #1\n\t"
+        "sub    %[pw], %[pw], #1\n"
         "1:\n\t"
         "ldr    %[e], [%[fr]]\n\t"
         "ldrh   %[i], [%[e]], #2\n\t"
         "str    %[e], [%[fr]]\n\t"
-        "mov    %[l0], #0x400000\n\t"
-        "mov    %[h0], #0x2000\n\t"
-        "mov    %[l1], #0x400000\n\t"
-        "mov    %[h1], #0x2000\n\t"
-        "cmp    %[i], #0\n\t"
-        "beq    4f\n\t"
+        "ldrd   %[l0], %[h0], [%[fr], #20]\n\t"
+        "ldrd   %[l1], %[h1], [%[fr], #20]\n\t"
+        /* eight entries a pass, the first entered where the rest are whole passes: s = -n mod 8 entries skipped,
+         * the pointers moved back by s mod 4 for the step it enters (n >= 1: the codegen's layout, sparse_layout) */
         "add    %[e], %[pw], %[i]\n\t"
-        "tst    %[i], #4\n\t"
-        "bne    3f\n"
-        "2:\n\t" NN2C_SPARSE_DSP_PAIRS_STEP4
-        "3:\n\t" NN2C_SPARSE_DSP_PAIRS_STEP4
+        "rsb    %[i], %[i], #0\n\t"
+        "and    %[i], %[i], #7\n\t"
+        "and    %[w], %[i], #3\n\t"
+        "sub    %[pi], %[pi], %[w]\n\t"
+        "sub    %[pw], %[pw], %[w]\n\t"
+        "tbb    [pc, %[i]]\n"
+        "5:\n\t"
+        ".byte  (20f - 5b) / 2, (21f - 5b) / 2, (22f - 5b) / 2, (23f - 5b) / 2\n\t"
+        ".byte  (24f - 5b) / 2, (25f - 5b) / 2, (26f - 5b) / 2, (27f - 5b) / 2\n"
+        NN2C_SPARSE_DSP_PAIRS_STEP4("20", "21", "22", "23") NN2C_SPARSE_DSP_PAIRS_STEP4("24", "25", "26", "27")
         "cmp    %[pw], %[e]\n\t"
-        "bne    2b\n"
-        "4:\n\t"
+        "bne    20b\n\t"
         /* the pairs' fields: S1 + 2^22 above bit 23, S0 + 2^22 below */
         "lsl    %[h0], %[h0], #9\n\t"
         "orr    %[h0], %[h0], %[l0], lsr #23\n\t"
@@ -1208,11 +1218,13 @@ typedef char nn2c_sparse_row8_frame_check[offsetof(nn2c_sparse_row8_frame_t, xp)
     "smlal  r4, r5, r10, r9\n\t" \
     "ldr    r10, [r8, #12]\n\t" \
     "smlal  r6, r7, r10, r9\n\t"
-#define NN2C_SPARSE_DSP_ROWS8_STEP4 \
-    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #1]", "[r12, #1]") \
-    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #2]", "[r12, #2]") \
-    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #3]", "[r12, #3]") \
-    NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11], #4", "[r12], #4")
+/* four of them from the pointers (one before the next entry) plus 1 to 4, the last with their step; A..D the four
+ * entries' labels (a list enters at any) */
+#define NN2C_SPARSE_DSP_ROWS8_STEP4(A, B, C, D) \
+    A ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #1]", "[r12, #1]") \
+    B ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #2]", "[r12, #2]") \
+    C ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #3]", "[r12, #3]") \
+    D ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #4]!", "[r12, #4]!")
 /* a pair's two fields (S1 + 2^22 above bit 23 of the 64-bit sum, S0 + 2^22 below) */
 #define NN2C_SPARSE_DSP_ROWS8_FIELDS(L, H) \
     "lsl    " H ", " H ", #9\n\t" \
@@ -1235,8 +1247,8 @@ __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
     __asm__ volatile(
         "push   {r4-r11, lr}\n\t"
         "sub    sp, sp, #64\n\t"
-        "mov    r11, r1\n\t"
-        "mov    r12, r2\n\t"
+        "sub    r11, r1, #1\n\t"
+        "sub    r12, r2, #1\n\t"
         "ldm    r0!, {r1-r8}\n\t"
         "stm    sp, {r1-r8}\n\t"
         "ldm    r0, {r1-r6}\n\t"
@@ -1244,24 +1256,30 @@ __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
         "stm    r7, {r1-r6}\n"
         "1:\n\t"
         "ldr    r8, [sp, #32]\n\t"
-        "ldrh   r9, [r8], #2\n\t" /* (at least 4: the codegen's layout, no_empty) */
+        "ldrh   r9, [r8], #2\n\t" /* (at least 1: the codegen's layout, sparse_layout) */
         "str    r8, [sp, #32]\n\t"
         "ldr    lr, [sp, #52]\n\t"
         "ldm    sp, {r0-r7}\n\t"
+        /* sixteen entries a pass, the first entered where the rest are whole passes: s = -n mod 16 entries
+         * skipped, the pointers moved back by s mod 4 for the step it enters */
         "add    r10, r12, r9\n\t"
         "str    r10, [sp, #56]\n\t"
-        /* sixteen entries an iteration, entered at the step that leaves a whole number of them */
-        "ubfx   r10, r9, #2, #2\n\t"
+        "rsb    r10, r9, #0\n\t"
+        "and    r10, r10, #15\n\t"
+        "and    r8, r10, #3\n\t"
+        "sub    r11, r11, r8\n\t"
+        "sub    r12, r12, r8\n\t"
         "tbh    [pc, r10, lsl #1]\n"
         "5:\n\t"
-        ".hword (2f - 5b) / 2, (13f - 5b) / 2, (12f - 5b) / 2, (11f - 5b) / 2\n"
-        "2:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
-        "11:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
-        "12:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
-        "13:\n\t" NN2C_SPARSE_DSP_ROWS8_STEP4
+        ".hword (20f - 5b) / 2, (21f - 5b) / 2, (22f - 5b) / 2, (23f - 5b) / 2\n\t"
+        ".hword (24f - 5b) / 2, (25f - 5b) / 2, (26f - 5b) / 2, (27f - 5b) / 2\n\t"
+        ".hword (28f - 5b) / 2, (29f - 5b) / 2, (30f - 5b) / 2, (31f - 5b) / 2\n\t"
+        ".hword (32f - 5b) / 2, (33f - 5b) / 2, (34f - 5b) / 2, (35f - 5b) / 2\n"
+        NN2C_SPARSE_DSP_ROWS8_STEP4("20", "21", "22", "23") NN2C_SPARSE_DSP_ROWS8_STEP4("24", "25", "26", "27")
+        NN2C_SPARSE_DSP_ROWS8_STEP4("28", "29", "30", "31") NN2C_SPARSE_DSP_ROWS8_STEP4("32", "33", "34", "35")
         "ldr    r10, [sp, #56]\n\t"
         "cmp    r12, r10\n\t"
-        "bne    2b\n\t"
+        "bne    20b\n\t"
         NN2C_SPARSE_DSP_ROWS8_FIELDS("r0", "r1") NN2C_SPARSE_DSP_ROWS8_FIELDS("r2", "r3")
         NN2C_SPARSE_DSP_ROWS8_FIELDS("r4", "r5") NN2C_SPARSE_DSP_ROWS8_FIELDS("r6", "r7")
         /* the record (B r8, m r9, h r10): the doubled sums B + 2 field, then r (h's trailing zeros + 1) */

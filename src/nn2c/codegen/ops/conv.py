@@ -529,7 +529,6 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
         row_pairs_fit,
         sparse_candidate,
         sparse_fields,
-        sparse_layout,
         sparse_plan,
     )
 
@@ -547,7 +546,6 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
     eight_rows = pairs and not layout.packed and geom.out_h * geom.out_w >= 8  # (pixels a batch)
     if eight_rows:
         ctx.take_path("SPARSE_ROWS8")
-        layout = sparse_layout(rows, no_empty=True)
     initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
                                             act_min, act_max, row_pairs=pairs, eight_rows=eight_rows)
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})

@@ -139,15 +139,16 @@ def stored_entries(rows: np.ndarray) -> int:
     return int((-(-nonzeros // BLOCK) * BLOCK).sum(dtype=np.int64))
 
 
-def sparse_layout(rows: np.ndarray, no_empty: bool = False) -> SparseLayout:
+def sparse_layout(rows: np.ndarray, padded: bool = True) -> SparseLayout:
     """[out_c, depth] int8 -> its SparseLayout: the nonzeros channel after channel, segment after segment,
     in increasing input order, each segment's list padded with zero weights at position 0 to a multiple
-    of 4 entries (the kernels' block); no_empty: an empty list to 4 too (nn2c_sparse_row8_pairs reads no count
-    of 0)."""
+    of 4 entries (the kernels' block). Not padded (a layer summed in row pairs, whose loops enter a list at any
+    entry): the nonzeros alone, an empty list one zero-weight entry (they read no count of 0)."""
     out_c, depth = rows.shape
     blocks = _segment_blocks(rows)
     nonzeros = np.count_nonzero(blocks, axis=1)
-    counts = (-(-np.maximum(nonzeros, int(no_empty)) // BLOCK) * BLOCK).astype(np.uint16)
+    block = BLOCK if padded else 1
+    counts = (-(-np.maximum(nonzeros, int(not padded)) // block) * block).astype(np.uint16)
     positions = np.zeros(int(counts.sum()), dtype=np.uint8)
     values = np.zeros(int(counts.sum()), dtype=np.int8)
     starts = np.concatenate([[0], np.cumsum(counts[:-1], dtype=np.int64)])
@@ -487,6 +488,8 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     `row_pairs`) sums them in row pairs, with pair_records, eight rows at a time where `eight_rows` (a 1x1
     convolution of eight pixels or more: nn2c_sparse_row8_pairs)."""
     out_c, depth = rows.shape
+    if row_pairs and isinstance(layout, SparseLayout) and not layout.packed:
+        layout = sparse_layout(rows, padded=False)  # (the row pairs' loops enter a list at any entry)
     quantized = [quantize_multiplier(m) for m in real]
     if isinstance(layout, TableLayout) and len(quantized) == 1:
         # (the pair table's assembly reads per-channel records alone: 8 bytes a channel more for a per-tensor filter)
