@@ -54,7 +54,9 @@ from nn2c.codegen.ops.sparse import (  # noqa: E402
     TABLE_VARIANT,
     cost_features,
     density,
+    pair_rows,
     sparse_layout,
+    stored_entries,
     table_counts,
     table_features,
 )
@@ -63,6 +65,7 @@ from nn2c.profiler import profile  # noqa: E402
 from nn2c.target import get_target  # noqa: E402
 from nn2c.targets.cortexm_bench import bench_model, steps_of  # noqa: E402
 
+PAIR_KINDS = ("pairs", "pairs8")  # the row pairs' fits: 4-7 rows (the four-row loop), 8 or more (eight at a time)
 MODELS = ["mlcommons_tiny/ad01_int8", "mlcommons_tiny/kws_ref_model", "mlcommons_tiny/vww_96_int8"]
 PRUNINGS = ["magnitude:0.5", "magnitude:0.75", "magnitude:0.9", "1:8"]
 CORES = ["portable", "cortex-m4", "cortex-m55"]
@@ -92,6 +95,7 @@ class LayerRun:
     pairs: dict[str, bool] = field(default_factory=dict)  # mode -> summed in row pairs
     table: dict[str, bool] = field(default_factory=dict)  # mode -> one row over pair tables
     table_words: int = 0  # stored words in the pair table layout (a one-row layer's)
+    pair_entries: int = 0  # stored entries of the row pairs' unpadded layout x input rows
 
 
 @dataclass
@@ -154,7 +158,8 @@ def _candidates(path: Path, core: str) -> dict[int, LayerRun]:
         entries = sparse_layout(rows).entries * batches
         layers[k] = LayerRun(k, step.op, "block" if batches >= 4 else "row", density(rows), macs(step),
                              rows.shape[1], outputs, entries, batches,
-                             table_words=int(table_counts(rows).sum()) if batches < 4 else 0)
+                             table_words=int(table_counts(rows).sum()) if batches < 4 else 0,
+                             pair_entries=stored_entries(rows, padded=False) * batches)
     return layers
 
 
@@ -213,8 +218,9 @@ def _lstsq(features: list[list[int]], measured: list[float]) -> tuple[tuple[floa
 
 def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
     """The dense and sparse instruction models of a core and layer shape ("row", "block": the balanced builds'
-    layers not in row pairs; "pairs": the speed builds' layers in row pairs; "table": the speed builds' one-row
-    layers over pair tables, over TABLE_COST_FEATURES a row), or None without data."""
+    layers not in row pairs; "pairs" / "pairs8": the speed builds' layers in row pairs of 4-7 / 8 or more rows, their
+    sparse features over the rows the loops compute (pair_rows) and the unpadded entries; "table": the speed builds'
+    one-row layers over pair tables, over TABLE_COST_FEATURES a row), or None without data."""
     if kind == "table":
         samples = [x for r in runs if r.core == core for x in r.layers
                    if x.table.get("speed-always") and "speed-off" in x.instructions]
@@ -226,15 +232,18 @@ def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
                                                                            x.table_words)] for x in samples],
                                       [x.instructions["speed-always"] for x in samples])
         return Fit(dense, sparse, len(samples), dense_error, sparse_error)
-    dense_mode, sparse_mode = ("speed-off", "speed-always") if kind == "pairs" else ("off", "always")
+    dense_mode, sparse_mode = ("speed-off", "speed-always") if kind in PAIR_KINDS else ("off", "always")
     samples = [x for r in runs if r.core == core for x in r.layers
-               if (x.kind == "block" if kind == "pairs" else x.kind == kind) and x.sparse_in.get(sparse_mode)
-               and x.pairs.get(sparse_mode, False) == (kind == "pairs") and not x.table.get(sparse_mode, False)
-               and dense_mode in x.instructions]
+               if (x.kind == "block" if kind in PAIR_KINDS else x.kind == kind) and x.sparse_in.get(sparse_mode)
+               and x.pairs.get(sparse_mode, False) == (kind in PAIR_KINDS) and not x.table.get(sparse_mode, False)
+               and dense_mode in x.instructions and (kind != "pairs" or x.rows < 8) and (kind != "pairs8" or x.rows >= 8)]
     if len(samples) < 2 * len(SPARSE_COST_FEATURES):
         return None
     features = [cost_features(x.outputs // x.rows, x.depth, x.rows, x.entries // x.rows) for x in samples]
     dense, dense_error = _lstsq([f[0] for f in features], [x.instructions[dense_mode] for x in samples])
+    if kind in PAIR_KINDS:  # (their lists unpadded; the rows the loops' blocks compute: pair_rows)
+        features = [cost_features(x.outputs // x.rows, x.depth, pair_rows(x.rows), x.pair_entries // x.rows)
+                    for x in samples]
     sparse, sparse_error = _lstsq([f[1] for f in features], [x.instructions[sparse_mode] for x in samples])
     return Fit(dense, sparse, len(samples), dense_error, sparse_error)
 
@@ -285,9 +294,11 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     sped = [r for r in runs if "speed-off" in r.total and "speed-always" in r.total]
     if sped:
         lines += ["", "At `--optimize speed` (Arm DSP cores): a per-channel layer over at most 256 inputs run four rows at "
-                  "a time", "sums them in row pairs (nn2c_sparse_row4_pairs: two rows in one 64-bit SMLAL sum, 6 "
-                  "instructions an entry for", "four rows against 10), with 8 bytes of scratch per input; a balanced "
-                  "build keeps them only where the arena", "does not grow. A one-row layer (FULLY_CONNECTED of batch < 4) "
+                  "a time", "sums them in row pairs (two rows in one 64-bit SMLAL sum; nn2c_sparse_row4_pairs: 6 "
+                  "instructions an entry for", "four rows against 10; from eight rows nn2c_sparse_row8_pairs, eight at "
+                  "a time: 11 for eight, the channel loop in assembly with", "every register), their lists unpadded, "
+                  "with 8 bytes of scratch per input and row pair; a balanced build keeps them only where the arena",
+                  "does not grow. A one-row layer (FULLY_CONNECTED of batch < 4) "
                   "runs over pair tables (nn2c_sparse_row1_table:", "the products of two nonzeros in one SMLAD from a "
                   "table of input pairs built at run time, up to 2 KB of", "scratch; balanced: by the same rule). Sparse-able layers "
                   "= the layers `--sparse always` runs sparse, against the same", "layers dense; arena = the planned tensor "
@@ -342,9 +353,11 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     lines += ["", "Instruction models: instructions = coefficients . (" + ", ".join(SPARSE_COST_FEATURES) + "), work =",
               "MACs (dense) or stored entries x input rows (sparse); relative least squares over the measured layers;",
               f"shipped in nn2c.target as sparse_row_cost / sparse_block_cost; `auto` takes sparse where predicted <= {SAFETY}x",
-              "dense. `pairs`: the layers summed in row pairs at `--optimize speed` (the sparse coefficients shipped as",
-              "sparse_pairs_cost, which nn2c.profile predicts them with; `block` is fitted on the balanced builds' other",
-              "layers). `table`: the one-row layers over pair tables at speed, per input row over (" +
+              "dense. `pairs` / `pairs8`: the layers summed in row pairs at `--optimize speed`, of 4-7 rows (the "
+              "four-row loop) / 8 or more (eight at a time), over the rows their loops compute (a last 1-4 rows as 4, "
+              "5-7 as 8) and their unpadded entries (the sparse coefficients shipped as sparse_pairs_cost / "
+              "sparse_pairs8_cost, which `--sparse auto` at speed and nn2c.profile use; `block` is fitted on the "
+              "balanced builds' other layers). `table`: the one-row layers over pair tables at speed, per input row over (" +
               ", ".join(TABLE_COST_FEATURES) + ")", "(shipped as sparse_table_cost, which `--sparse auto` at speed and "
               "nn2c.profile use). Max error = the largest", "|predicted / measured - 1| over the layers.", "",
               "| core | kernel | layers | dense coefficients | max error | sparse coefficients | max error | shipped "
@@ -352,8 +365,9 @@ def table(runs: list[Run], fits: dict[tuple[str, str], Fit | None], all_layers: 
     for (core, kind), f in fits.items():
         target = get_target("host" if core == "portable" else core)
         shipped = target.sparse_cost(kind == "block")
-        if kind in ("pairs", "table"):  # (only the sparse coefficients are shipped: the dense ones are row / block's)
-            shipped_sparse = target.sparse_pairs_cost if kind == "pairs" else target.sparse_table_cost
+        if kind in (*PAIR_KINDS, "table"):  # (only the sparse coefficients are shipped: the dense ones are row / block's)
+            shipped_sparse = {"pairs": target.sparse_pairs_cost, "pairs8": target.sparse_pairs8_cost,
+                              "table": target.sparse_table_cost}[kind]
             if f is None:
                 if shipped_sparse is not None:
                     lines.append(f"| {core} | {kind} | 0 | - | - | - | - | no data |")
@@ -541,9 +555,9 @@ def break_even_table() -> str:
              "is predicted to take fewer instructions than nn2c's dense one. There is no single figure per kernel: the "
              "dense kernels' cost per MAC depends on the shape (Helium's 16 lanes, the per-channel requantization). "
              f"`--sparse auto` takes a layer only below {SAFETY}x the dense cost, at a lower density. One input row "
-             "uses the `row` models, four or more (1x1 convolutions) the `block` ones; `row pairs`: the four-row "
-             "loop over row pairs (`--optimize speed`, or balanced where the arena allows; `auto` decides with "
-             "`block`); `pair tables`: a one-row layer over pair tables (`--optimize speed`; random nonzeros, each "
+             "uses the `row` models, four or more (1x1 convolutions) the `block` ones; `row pairs`: the loops over row "
+             "pairs, four rows at a time below 8 rows and eight at a time from 8 (`--optimize speed`, or balanced "
+             "where the arena allows; `auto` at balanced decides with `block`); `pair tables`: a one-row layer over pair tables (`--optimize speed`; random nonzeros, each "
              "block's longer half as expected); 0 = sparse never wins.", "",
              "| layer | rows | " + " | ".join(cores + [f"{c} (row pairs)" for c in paired]
                                             + [f"{c} (pair tables)" for c in tabled]) + " |",
@@ -637,7 +651,7 @@ def main() -> int:
     if args.save:
         args.save.write_text(json.dumps([asdict(r) for r in runs]))
     cores = sorted({r.core for r in runs}, key=CORES.index)
-    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block", "pairs", "table")}
+    fits = {(core, kind): fit(runs, core, kind) for core in cores for kind in ("row", "block", *PAIR_KINDS, "table")}
     text = table(runs, fits, args.all_layers)
     print(text)
     if not args.no_write:

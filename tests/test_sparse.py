@@ -78,25 +78,42 @@ def sparse_calls(result) -> dict[str, int]:
     return {call[:-1]: code.count(call) for call in SPARSE_CALLS}
 
 
+def layout_filter(layout) -> np.ndarray:
+    """The [out_c, depth] filter a SparseLayout holds, read back entry by entry."""
+    segments = layout.segments
+    rebuilt = np.zeros((layout.out_c, segments * 256), dtype=np.int64)
+    k = 0
+    for channel in range(layout.out_c):
+        for segment in range(segments):
+            n = int(layout.counts[channel * segments + segment])
+            np.add.at(rebuilt[channel], segment * 256 + layout.positions[k:k + n].astype(np.int64),
+                      layout.values[k:k + n])
+            k += n
+    assert k == layout.positions.size == layout.values.size
+    assert not rebuilt[:, layout.depth:].any()
+    return rebuilt[:, :layout.depth]
+
+
+@pytest.mark.parametrize("padded", [True, False])
 @pytest.mark.parametrize("shape", [(5, 300), (3, 7), (4, 256), (2, 513), (6, 1)])
-def test_layout_holds_exactly_the_filter(shape):
+def test_layout_holds_exactly_the_filter(shape, padded):
+    """Padded (to whole blocks of 4) or not (a row-pair layer's: its nonzeros, an empty list one entry), the layout
+    holds the filter and no more entries than that."""
     rng = np.random.default_rng(sum(shape))
     rows = rng.integers(-128, 128, size=shape).astype(np.int8)
     rows[rng.random(shape) < 0.7] = 0
-    layout = sparse_layout(rows)
-    counts, positions, values, segments = layout.counts, layout.positions, layout.values, layout.segments
-    assert segments == -(-shape[1] // 256) and np.all(counts % 4 == 0)
-    rebuilt = np.zeros((shape[0], segments * 256), dtype=np.int64)
-    k = 0
+    rows[0] = 0  # (an empty channel)
+    layout = sparse_layout(rows, padded=padded)
+    assert layout.segments == -(-shape[1] // 256)
     for channel in range(shape[0]):
-        for segment in range(segments):
-            n = int(counts[channel * segments + segment])
+        for segment in range(layout.segments):
+            n = int(layout.counts[channel * layout.segments + segment])
             nonzero = np.count_nonzero(rows[channel, segment * 256:(segment + 1) * 256])
-            assert nonzero <= n < nonzero + 4  # padded to a whole block, no more
-            np.add.at(rebuilt[channel], segment * 256 + positions[k:k + n].astype(np.int64), values[k:k + n])
-            k += n
-    assert k == positions.size == values.size
-    assert np.array_equal(rebuilt[:, :shape[1]], rows) and not rebuilt[:, shape[1]:].any()
+            if padded:
+                assert n % 4 == 0 and nonzero <= n < nonzero + 4  # padded to a whole block, no more
+            else:
+                assert n == max(nonzero, 1)
+    assert np.array_equal(layout_filter(layout), rows)
 
 
 @pytest.mark.parametrize("four_rows_only", [False, True])
@@ -438,10 +455,11 @@ def _row_pairs_model(batches: int, path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("batches", [4, 5, 6, 7])
+@pytest.mark.parametrize("batches", [4, 5, 6, 7, 8, 13, 20])
 def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
     """The Arm DSP's four-row loop over row pairs (nn2c_sparse_row4_pairs: two rows' sums in one 64-bit SMLAL
-    sum, the channel loop in assembly), with its last 1-3 rows as a block of four (nn2c_sparse_rows_tail):
+    sum, the channel loop in assembly), with its last 1-3 rows as a block of four (nn2c_sparse_rows_tail); from
+    8 rows the eight-row loop (nn2c_sparse_row8_pairs), a last 5-7 rows as eight and a last 4 in the four-row loop:
     bit-exact with TFLM in QEMU on inputs at -128 and 127 row by row (the low field's sum at +4,177,920 and
     the high one's at -4,145,280 in one 64-bit sum, beside the 2^22 limit), at each end alone and at random;
     also the host's C reading of the pair records (ASan + UBSan)."""
@@ -450,7 +468,7 @@ def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
     options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize="speed")
     result = compile_model(path, options)
     source = result.files["pairs.c"]
-    assert source.count(".pairs = 1") == 2 and source.count(".pairs = 0") == 1, source
+    assert source.count(f".pairs = {2 if batches >= 8 else 1}") == 2 and source.count(".pairs = 0") == 1, source
     graph = result.graph
     rows = np.array([-128 if k % 2 == 0 else 127 for k in range(batches)], dtype=np.int8)
     records = [[np.repeat(rows[:, None], 255, axis=1)], [np.repeat(rows[::-1, None], 255, axis=1)],
@@ -468,6 +486,77 @@ def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
                                        options=options)
     assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
+def _eight_row_model(height: int, width: int, path: Path) -> Path:
+    """1x1 CONV_2D layers over height x width pixels for the eight-row pairs (nn2c_sparse_row8_pairs): a per-channel
+    filter over 255 inputs whose first channel is -128 at every input (128 sum|w| = 4,177,920, just under the pairs'
+    2^22), its others 0 to 33 nonzeros (every count mod 16: the loop's every entry; an empty channel), then two more
+    layers over 40 channels, the last with a stride of 2 (its pixels apart). Every layer's output is a model output."""
+    from tests.tflite_builder import ModelBuilder
+
+    rng = np.random.default_rng(53)
+    b = ModelBuilder()
+    x = b.tensor("int8", (1, height, width, 255), scale=0.05, zero_point=-9)
+    h, depth, size, outputs = x, 255, (height, width), []
+    for units, stride, zero_point in ((40, 1, 3), (40, 1, -7), (24, 2, 1)):
+        w = np.zeros((units, 1, 1, depth), dtype=np.int64)
+        for c in range(units):
+            nonzeros = min((c * 7) % 34, depth)
+            at = rng.choice(depth, nonzeros, replace=False)
+            w[c, 0, 0, at] = rng.choice([-1, 1], nonzeros) * rng.integers(1, 128, nonzeros)
+        if depth == 255:
+            w[0] = -128
+        wt = b.tensor("int8", (units, 1, 1, depth), scale=list(rng.uniform(0.0005, 0.002, units)),
+                      zero_point=[0] * units, data=w)
+        bias = b.tensor("int32", (units,), scale=1e-3, zero_point=0, data=rng.integers(-500, 500, units))
+        size = (-(-size[0] // stride), -(-size[1] // stride))
+        y = b.tensor("int8", (1, *size, units), scale=0.5, zero_point=zero_point)
+        b.op("CONV_2D", [h, wt, bias], [y], {"padding": "VALID", "stride_h": stride, "stride_w": stride,
+                                             "fused_activation_function": "NONE"})
+        h, depth = y, units
+        outputs.append(y)
+    path.write_bytes(b.build([x], outputs))
+    return path
+
+
+@pytest.mark.parametrize("height, width", [(2, 4), (3, 4), (1, 13), (3, 5), (3, 6)])
+def test_eight_row_pairs_in_qemu(height, width, tmp_path, monkeypatch):
+    """1x1 convolutions of eight pixels or more at --optimize speed run eight rows at a time in row pairs
+    (nn2c_sparse_row8_pairs, all of it in assembly), their last 4 pixels in the four-row loop, a last 5-7 as eight
+    and a last 1-3 as four (8, 12, 13, 15 and 18 pixels), over unpadded lists of every length mod 16: bit-exact with
+    TFLM in QEMU at -O2 and without the inline assembly, on inputs at -128 and 127 and at random; also the host's C
+    reading of the same layout (ASan + UBSan). The layout holds exactly the filter."""
+    require_cc()
+    path = _eight_row_model(height, width, tmp_path / "eight.tflite")
+    options = CompileOptions(target="cortex-m4", sparse="always", schedule="layer", optimize="speed")
+    result = compile_model(path, options)
+    source = result.files["eight.c"]
+    pixels = [height * width] * 2 + [-(-height // 2) * -(-width // 2)]
+    assert source.count(".pairs = 2") == sum(p >= 8 for p in pixels), source
+    assert row_pair_layers(source) == 3, source
+    for k, node in enumerate(result.graph.nodes):
+        rows = np.asarray(node.inputs[1].data, dtype=np.int8).reshape(node.inputs[1].type.shape[0], -1)
+        layout = sparse_layout(rows, padded=False)
+        assert np.array_equal(layout_filter(layout), rows)
+        assert k > 0 or set(layout.counts.tolist()) >= set(range(1, 34)), layout.counts  # (every entry of the loop)
+    graph = result.graph
+    records = [[np.full((1, height, width, 255), -128, np.int8)], [np.full((1, height, width, 255), 127, np.int8)]]
+    exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
+    assert_records_match(run(exe, records, graph.inputs, graph.outputs), run_tflm(path, records, len(graph.outputs)))
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets import cortexm_bench, cortexm_build
+    from nn2c.verify.inputs import random_records
+
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    for flags in (cortexm_build.COMPILE_FLAGS, [*cortexm_build.COMPILE_FLAGS, "-DNN2C_NO_INLINE_ASM"]):
+        monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+        report = cortexm_bench.bench_model(path, target="cortex-m4", count=4, seed=11,
+                                           workdir=tmp_path / f"qemu{len(flags)}", options=options)
+        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
 
 def _pair_table_model(batches: int, path: Path) -> Path:

@@ -59,6 +59,9 @@ class Target:
     # a layer with them (--sparse auto decides with sparse_block_cost, the slower loop's, as the row pairs are
     # kept only where the arena allows: compile.plan_stages)
     sparse_pairs_cost: tuple[float, ...] | None = None
+    # the eight-row loop over row pairs (nn2c_sparse_row8_pairs: a layer of eight rows or more that sums them so), the
+    # same, its rows those its blocks compute (codegen/ops/sparse.py pair_rows)
+    sparse_pairs8_cost: tuple[float, ...] | None = None
     # the pair table layout of a one-row layer (nn2c_sparse_row1_table: Arm DSP; --optimize speed, and balanced
     # builds where the arena allows): instructions per input row as coefficients of TABLE_COST_FEATURES
     # (codegen/ops/sparse.py), fitted as above; None: --sparse auto never takes it
@@ -99,6 +102,7 @@ _DSP_SPARSE_ROW = ((1.205, 12.53, 1.205, 95.41, 95.41), (4.085, 16.54, 0.1196, 4
 _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.5037, 55.67, 165.2))
 # the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
+_DSP_SPARSE_PAIRS8 = (1.39, 9.25, 2.835, 24.86, 183.1)
 # the one-row pair tables (--optimize speed, and balanced where the arena allows): per input row, coefficients of
 # TABLE_COST_FEATURES (per stored word, per (table, channel) list, per table input built, one call)
 _DSP_SPARSE_TABLE = (2.726, 15.45, 7.757, 170.6)
@@ -124,7 +128,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
            sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_packed_block_extra=_DSP_PACKED_BLOCK_EXTRA,
-           sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_pairs_cost=_DSP_SPARSE_PAIRS, sparse_pairs8_cost=_DSP_SPARSE_PAIRS8,
            sparse_table_cost=_DSP_SPARSE_TABLE),
     # the same DSP kernels and instructions as the M4 (the M7 differs in cycles, which no model here counts)
     Target("cortex-m7", mcpu="cortex-m7", fpu="fpv5-d16", float_abi="hard", qemu_board="mps2-an500",
@@ -132,7 +136,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            gp_registers=13,
            sparse_row_cost=_DSP_SPARSE_ROW, sparse_block_cost=_DSP_SPARSE_BLOCK,
            sparse_packed_extra=_DSP_PACKED_EXTRA, sparse_packed_block_extra=_DSP_PACKED_BLOCK_EXTRA,
-           sparse_pairs_cost=_DSP_SPARSE_PAIRS,
+           sparse_pairs_cost=_DSP_SPARSE_PAIRS, sparse_pairs8_cost=_DSP_SPARSE_PAIRS8,
            sparse_table_cost=_DSP_SPARSE_TABLE),
     Target("cortex-m55", mcpu="cortex-m55", float_abi="hard", qemu_board="mps3-an547",
            simd="mve", gemm_layout=(4, 16), dw_lanes=16, conv_pair_int16=False, gp_registers=13,

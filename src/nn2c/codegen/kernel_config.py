@@ -44,8 +44,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "SPARSE_ROWS4": "sparse kernels over four input rows at a time (1x1 convolutions, a FULLY_CONNECTED of 4 "
                     "batches or more) with byte positions",
     "SPARSE_PACKED4": "sparse kernels over four input rows at a time in the packed layout (--optimize size)",
-    "SPARSE_ROWS8": "sparse 1x1 convolutions over eight pixels at a time in row pairs (Arm DSP: --optimize speed, or "
-                    "balanced where the arena allows)",
+    "SPARSE_ROWS8": "sparse kernels over eight input rows at a time in row pairs (Arm DSP, layers of eight rows or "
+                    "more: --optimize speed, or balanced where the arena allows)",
     "SPARSE_TABLE": "sparse FULLY_CONNECTED of one input row in the pair table layout (Arm DSP: --optimize speed, "
                     "or balanced where the arena allows)",
     "SVDF_INPUT_OFFSET": "SVDF feature sums taking the input's zero point at run time (--optimize size: no folded "

@@ -1418,43 +1418,6 @@ static void nn2c_sparse_rows_tail(const nn2c_sparse_s8_t *m, const int8_t *const
 #endif
 #endif
 
-void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
-    const nn2c_sparse_s8_t *m = &p->m;
-    int32_t b = 0;
-    (void)scratch; /* (a build without the four-row path) */
-#if defined(NN2C_SPARSE_FOUR_ROWS)
-    for (; b + 4 <= p->batches; b += 4) {
-        const int8_t *const x[4] = {input + b * m->depth, input + (b + 1) * m->depth, input + (b + 2) * m->depth,
-                                    input + (b + 3) * m->depth};
-        int8_t *const out[4] = {output + b * m->out_c, output + (b + 1) * m->out_c, output + (b + 2) * m->out_c,
-                                output + (b + 3) * m->out_c};
-        nn2c_sparse_row4(m, x, out, (int32_t *)scratch);
-    }
-#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
-    if (m->pairs && b < p->batches) { /* (the scratch: the row pairs, then 4 * out_c bytes) */
-        const int8_t *x[3];
-        int8_t *out[3];
-        const int32_t n = p->batches - b;
-        for (int32_t r = 0; r < n; ++r) {
-            x[r] = input + (b + r) * m->depth;
-            out[r] = output + (b + r) * m->out_c;
-        }
-        nn2c_sparse_rows_tail(m, x, out, n, (int32_t *)scratch, (int8_t *)scratch + 8 * m->depth);
-        return;
-    }
-#endif
-#endif
-    for (; b < p->batches; ++b) {
-#if !defined(NN2C_OMIT_SPARSE_TABLE)
-        if (m->table) {
-            nn2c_sparse_row1_table(m, input + b * m->depth, output + b * m->out_c, (int32_t *)scratch);
-            continue;
-        }
-#endif
-        nn2c_sparse_row1(m, input + b * m->depth, output + b * m->out_c);
-    }
-}
-
 #if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
 /* The last n (5 to 7) rows of an eight-row layer: the last one repeated to eight, computed into rows (8 * out_c
  * bytes of scratch), the n copied out (two blocks of the four-row loop took about 25% more). */
@@ -1470,6 +1433,62 @@ static void nn2c_sparse_rows8_tail(const nn2c_sparse_s8_t *m, const int8_t *cons
     }
 }
 #endif
+
+void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch) {
+    const nn2c_sparse_s8_t *m = &p->m;
+    int32_t b = 0;
+    (void)scratch; /* (a build without the four-row path) */
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
+    if (m->pairs == 2) { /* eight rows at a time, then as nn2c_conv_s8_sparse: a last 5-7 as eight */
+        const int8_t *x[8];
+        for (; b + 8 <= p->batches; b += 8) {
+            for (int32_t r = 0; r < 8; ++r) x[r] = input + (b + r) * m->depth;
+            nn2c_sparse_row8_pairs(m, x, output + b * m->out_c, m->out_c, (int32_t *)scratch);
+        }
+        if (p->batches - b > 4) {
+            int8_t *out[8];
+            for (int32_t r = 0; r < p->batches - b; ++r) {
+                x[r] = input + (b + r) * m->depth;
+                out[r] = output + (b + r) * m->out_c;
+            }
+            nn2c_sparse_rows8_tail(m, x, out, p->batches - b, (int32_t *)scratch, (int8_t *)scratch + 16 * m->depth);
+            return;
+        }
+    }
+#endif
+#if defined(NN2C_SPARSE_FOUR_ROWS)
+    for (; b + 4 <= p->batches; b += 4) {
+        const int8_t *const x[4] = {input + b * m->depth, input + (b + 1) * m->depth, input + (b + 2) * m->depth,
+                                    input + (b + 3) * m->depth};
+        int8_t *const out[4] = {output + b * m->out_c, output + (b + 1) * m->out_c, output + (b + 2) * m->out_c,
+                                output + (b + 3) * m->out_c};
+        nn2c_sparse_row4(m, x, out, (int32_t *)scratch);
+    }
+#if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)
+    if (m->pairs && b < p->batches) { /* (the scratch: the row pairs, then 4 * out_c bytes or more) */
+        const int8_t *x[3];
+        int8_t *out[3];
+        const int32_t n = p->batches - b;
+        for (int32_t r = 0; r < n; ++r) {
+            x[r] = input + (b + r) * m->depth;
+            out[r] = output + (b + r) * m->out_c;
+        }
+        nn2c_sparse_rows_tail(m, x, out, n, (int32_t *)scratch, (int8_t *)scratch + 8 * m->pairs * m->depth);
+        return;
+    }
+#endif
+#endif
+    for (; b < p->batches; ++b) {
+#if !defined(NN2C_OMIT_SPARSE_TABLE)
+        if (m->table) {
+            nn2c_sparse_row1_table(m, input + b * m->depth, output + b * m->out_c, (int32_t *)scratch);
+            continue;
+        }
+#endif
+        nn2c_sparse_row1(m, input + b * m->depth, output + b * m->out_c);
+    }
+}
+
 
 /* Output pixels in raster order, four at a time; pixel q reads input pixel
  * (oy * stride_h - pad_h, ox * stride_w - pad_w), inside the input for a 1x1 filter without padding

@@ -41,8 +41,9 @@ RECORD_SHIFTS = (-25, -2)
 # nn2c_sparse_row4_pairs: two rows' sums in one 64-bit sum S0 + 2^23 S1, exact while |S0| < 2^22 for any int8
 # input, i.e. 128 sum|w| < 2^22 for every channel
 PAIR_SUM_LIMIT = 1 << 22
-# nn2c_sparse_s8_t.pairs of a 1x1 convolution of eight pixels or more: eight rows at a time (nn2c_sparse_row8_pairs,
-# 11 instructions an entry where two runs of the four-row loop take 12, and about 95 a channel where they take 118)
+# nn2c_sparse_s8_t.pairs of a layer of eight rows or more (pixels a batch of a 1x1 convolution, FULLY_CONNECTED
+# batches): eight rows at a time (nn2c_sparse_row8_pairs, 11 instructions an entry where two runs of the four-row
+# loop take 12, and about 85 a channel outside the entries where they take about 118)
 EIGHT_ROW_PAIRS = 2
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
@@ -132,11 +133,23 @@ def _segment_blocks(rows: np.ndarray) -> np.ndarray:
     return padded.reshape(out_c * segments, SEGMENT)
 
 
-def stored_entries(rows: np.ndarray) -> int:
+def stored_entries(rows: np.ndarray, padded: bool = True) -> int:
     """SparseLayout.entries of these rows without building the layout: each (channel, segment) list's
-    nonzeros padded to the block."""
+    nonzeros padded to the block (not padded: a row-pair layer's, at least one a list; sparse_layout)."""
     nonzeros = np.count_nonzero(_segment_blocks(rows), axis=1)
+    if not padded:
+        return int(np.maximum(nonzeros, 1).sum(dtype=np.int64))
     return int((-(-nonzeros // BLOCK) * BLOCK).sum(dtype=np.int64))
+
+
+def pair_rows(input_rows: int) -> int:
+    """The rows the row-pair loops compute for a layer of input_rows rows: eight or more run eight at a time
+    (nn2c_sparse_row8_pairs), a last 4 in the four-row loop, a last 5-7 as eight and a last 1-3 as four; fewer than
+    eight run the four-row loop, a last 1-3 as four."""
+    if input_rows < 8:
+        return -(-input_rows // 4) * 4
+    blocks, rest = divmod(input_rows, 8)
+    return 8 * blocks + (0 if rest == 0 else 4 if rest <= 4 else 8)
 
 
 def sparse_layout(rows: np.ndarray, padded: bool = True) -> SparseLayout:
@@ -217,16 +230,27 @@ def predicted_instructions(target: Target, layout: SparseLayout, input_rows: int
     return predicted[0], predicted[1] + (extra[0] * layout.entries + extra[1] * layout.out_c) * input_rows
 
 
+def pairs_cost(target: Target, input_rows: int) -> tuple[tuple[float, ...] | None, int]:
+    """The sparse coefficients of a layer of input_rows rows summed in row pairs, and the rows they weigh: eight or
+    more, Target.sparse_pairs8_cost over pair_rows (the loops' blocks); four to seven, sparse_pairs_cost over the
+    rows themselves (None below four, or where the target has no model)."""
+    if input_rows >= 8 and target.sparse_pairs8_cost is not None:
+        return target.sparse_pairs8_cost, pair_rows(input_rows)
+    return (target.sparse_pairs_cost if 4 <= input_rows < 8 else None), input_rows
+
+
 def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int, pairs: bool = False
                     ) -> tuple[float, float] | None:
     """predicted_instructions of a [out_c, depth] filter stored as `entries` sparse entries (pairs: the sparse
-    kernel summing row pairs, Target.sparse_pairs_cost, where the target has it)."""
+    kernel summing row pairs, pairs_cost, where the target has it; its entries unpadded, stored_entries)."""
     cost = target.sparse_cost(input_rows >= 4)
     if cost is None:
         return None
-    if pairs and target.sparse_pairs_cost is not None and input_rows >= 4:
-        cost = (cost[0], target.sparse_pairs_cost)
     dense, sparse = cost_features(out_c, depth, input_rows, entries)
+    paired, rows = pairs_cost(target, input_rows) if pairs else (None, input_rows)
+    if paired is not None:
+        cost = (cost[0], paired)
+        sparse = cost_features(out_c, depth, rows, entries)[1]
     return (float(np.dot(cost[0], dense)), float(np.dot(cost[1], sparse)))
 
 
@@ -295,21 +319,25 @@ def break_even_density(target: Target, out_c: int, depth: int, input_rows: int, 
     faster than the dense one, for an [out_c, depth] filter on input_rows rows; --sparse auto takes it
     only below SAFETY times the dense cost, a lower density. Nonzeros spread evenly: each (channel,
     segment) list pads 1.5 entries on average to its block of 4. None without a model; 0 where sparse
-    never wins. pairs: the sparse kernel in row pairs (Target.sparse_pairs_cost; four rows or more)."""
+    never wins. pairs: the sparse kernel in row pairs (pairs_cost; four rows or more), whose lists are not padded
+    (an empty one takes an entry: neglected)."""
     cost = target.sparse_cost(input_rows >= 4)
     if cost is None:
         return None
+    dense = cost_features(out_c, depth, input_rows, 0)[0]
+    sparse_rows = input_rows
     if pairs:
-        if target.sparse_pairs_cost is None or input_rows < 4:
+        paired, sparse_rows = pairs_cost(target, input_rows)
+        if paired is None:
             return None
-        cost = (cost[0], target.sparse_pairs_cost)
-    dense, empty = cost_features(out_c, depth, input_rows, 0)
-    per_entry = cost[1][0] * input_rows
+        cost = (cost[0], paired)
+    empty = cost_features(out_c, depth, sparse_rows, 0)[1]
+    per_entry = cost[1][0] * sparse_rows
     if per_entry <= 0:
         return None
     entries = (float(np.dot(cost[0], dense)) - float(np.dot(cost[1], empty))) / per_entry
     segments = max(-(-depth // SEGMENT), 1)
-    nonzeros = entries - 1.5 * out_c * segments
+    nonzeros = entries - (0.0 if pairs else 1.5 * out_c * segments)
     return min(max(nonzeros / (out_c * depth), 0.0), 1.0)
 
 
@@ -341,8 +369,9 @@ def sparse_plan(ctx: EmitContext, rows: np.ndarray, input_rows: int, pairs: bool
         if predicted is not None and predicted[0] > 0 and predicted[1] <= margin * predicted[0]:
             return packed
     # the decision needs only the count of stored entries: the layout is built for the layers it takes
-    predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows),
-                                pairs=pairs and ctx.optimize == "speed")
+    paired = pairs and ctx.optimize == "speed"
+    predicted = predicted_costs(ctx.target, out_c, depth, input_rows, stored_entries(rows, padded=not paired),
+                                pairs=paired)
     chosen = predicted is not None and predicted[0] > 0 and predicted[1] <= auto_margin(depth) * predicted[0]
     layout = sparse_layout(rows) if chosen else None
     if layout is not None and ctx.optimize == "size" and layout.flash_bytes >= rows.size:
@@ -485,8 +514,8 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
     pair table layout) and its real multipliers (one for a per-tensor filter), and the bytes of scratch its row
     pairs or pair table take (0 without). On the Arm DSP each channel's output stage is one record where every
     shift allows (RECORD_SHIFTS); a layer run four rows at a time that row_pairs_fit allows (the caller's
-    `row_pairs`) sums them in row pairs, with pair_records, eight rows at a time where `eight_rows` (a 1x1
-    convolution of eight pixels or more: nn2c_sparse_row8_pairs)."""
+    `row_pairs`) sums them in row pairs, with pair_records, eight rows at a time where `eight_rows` (eight rows or
+    more: nn2c_sparse_row8_pairs)."""
     out_c, depth = rows.shape
     if row_pairs and isinstance(layout, SparseLayout) and not layout.packed:
         layout = sparse_layout(rows, padded=False)  # (the row pairs' loops enter a list at any entry)
@@ -631,9 +660,10 @@ def sparse_instructions(target: Target, node: Node, packed: bool = False, pairs:
     if table:
         per_row = predicted_table_cost(target, *rows.shape, int(table_counts(rows).sum()))
         return None if per_row is None else max(per_row, 0.0) * input_rows
-    if pairs and target.sparse_pairs_cost is not None:
-        features = cost_features(rows.shape[0], rows.shape[1], input_rows, stored_entries(rows))[1]
-        return max(float(np.dot(target.sparse_pairs_cost, features)), 0.0)
+    paired, pair_input_rows = pairs_cost(target, input_rows) if pairs else (None, input_rows)
+    if paired is not None:
+        features = cost_features(rows.shape[0], rows.shape[1], pair_input_rows, stored_entries(rows, padded=False))[1]
+        return max(float(np.dot(paired, features)), 0.0)
     layout = packed_layout(rows, four_rows_only=node.op == "CONV_2D") if packed else None
     predicted = predicted_instructions(target, layout or sparse_layout(rows), input_rows)
     return None if predicted is None else max(predicted[1], 0.0)
