@@ -100,12 +100,16 @@ class Target:
 # sparse at 1.8x its dense instructions
 _DSP_SPARSE_ROW = ((1.205, 12.53, 1.205, 95.41, 95.41), (4.085, 16.54, 0.1196, 41.76, 41.76))
 _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.5037, 55.67, 165.2))
-# the row pairs' loop (--optimize speed, and balanced builds where the arena allows): its sparse coefficients
+# the row pairs' loops (--optimize speed, and balanced builds where the arena allows): their sparse coefficients.
+# Four rows at a time (4-7 rows: FULLY_CONNECTED batches) as fitted to the four-row loop over padded lists when it
+# ran every such layer (no layer of bench/sparse.py's models has 4-7 rows since eight rows run eight at a time; the
+# unpadded lists take fewer instructions than it predicts); eight at a time over the rows their blocks compute
+# (pair_rows) and the unpadded entries, fitted by bench/sparse.py on its 53 such layers (max error 6%)
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
-_DSP_SPARSE_PAIRS8 = (1.39, 9.25, 2.835, 24.86, 183.1)
+_DSP_SPARSE_PAIRS8 = (1.422, 11.26, 2.256, 23.64, 274.4)
 # the one-row pair tables (--optimize speed, and balanced where the arena allows): per input row, coefficients of
 # TABLE_COST_FEATURES (per stored word, per (table, channel) list, per table input built, one call)
-_DSP_SPARSE_TABLE = (2.726, 15.45, 7.757, 170.6)
+_DSP_SPARSE_TABLE = (2.727, 15.42, 7.721, 175.5)
 # the packed layout on the Arm DSP (--optimize size), over the byte layout's models above: one row (nn2c_sparse_dot_packed,
 # 20 instructions per 4 entries against 16, and its one C loop for every output stage some 18 more a channel than the
 # byte layout's assembly channel loops) and four rows (nn2c_sparse_row4_packed, 47 per 4 entries for the four rows

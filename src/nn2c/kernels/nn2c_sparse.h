@@ -22,7 +22,7 @@
 typedef struct {
     int32_t out_c, depth;
     int32_t segments;        /* ceil(depth / NN2C_SPARSE_SEGMENT) */
-    const uint16_t *counts;  /* [out_c][segments] entries (nonzeros + padding, a multiple of 4) */
+    const uint16_t *counts;  /* [out_c][segments] entries (nonzeros + padding, a multiple of 4; pairs: see there) */
     /* each entry's input position inside its segment; packed (--optimize size): instead the step from the
      * previous entry's position (the first: from input 0) in 4 bits, two entries a byte, low half first.
      * Packed rows are one segment however deep; a gap over 15 takes extra zero-weight entries of step 15.
@@ -46,9 +46,12 @@ typedef struct {
     const int32_t *records;
     /* Arm DSP, a per-channel layer over at most 256 inputs run four rows at a time: 1 where it sums them in row
      * pairs (nn2c_sparse_row4_pairs: two rows in one 64-bit sum, exact as 128 sum|w| < 2^22 for every channel;
-     * its scratch 8 * depth bytes, then 4 * out_c), its records then pair records: per channel 2 bias - 2^23,
-     * the multiplier and 2^(r - 1) + output_offset 2^r, r = -shift in [1, 24] (one more than that word's
-     * trailing zeros); only the four-row loop reads them there (a last 1-3 rows run as a block of four) */
+     * its scratch 8 * depth bytes, then 4 * out_c), 2 where it has eight rows or more and runs eight at a time
+     * (nn2c_sparse_row8_pairs; 16 * depth bytes, then 8 * out_c; a last 4 rows in the four-row loop, a last 5-7
+     * as eight). Its lists are then not padded (at least one entry: the loops enter a list at any entry) and its
+     * records pair records: per channel 2 bias - 2^23, the multiplier and 2^(r - 1) + output_offset 2^r,
+     * r = -shift in [1, 24] (one more than that word's trailing zeros); only the row-pair loops read them there (a
+     * last 1-3 rows run as a block of four) */
     int32_t pairs;
     /* Arm DSP, one input row (FULLY_CONNECTED of batch < 4; --optimize speed, or balanced where the arena allows):
      * 1 or 2 where the filter is in the pair table layout (nn2c_sparse_row1_table). The row's inputs are cut into
@@ -80,11 +83,11 @@ typedef struct {
     nn2c_conv_geom_t g;
 } nn2c_conv_sparse_params_t;
 
-/* scratch: 8 * depth bytes where m.pairs (the four rows' inputs as row pairs), then 4 * out_c (a last 1-3 rows'
- * outputs); where m.table 256 * ceil(min(depth, 128) / 16) bytes (the pair table), then 4 * out_c where depth > 128
+/* scratch: where m.pairs 8 * m.pairs * depth bytes (the rows' inputs as row pairs), then 4 * m.pairs * out_c (a
+ * last rows' outputs); where m.table 256 * ceil(min(depth, 128) / 16) bytes (the pair table), then 4 * out_c where depth > 128
  * (the sums between tables); else none (NULL) */
 void nn2c_fc_s8_sparse(const nn2c_fc_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
-/* scratch: 8 * depth bytes where m.pairs, then 4 * out_c bytes (four pixels' outputs where they overlap their
- * inputs: an in-place plan) */
+/* scratch: 8 * m.pairs * depth bytes where m.pairs, then 4 * out_c bytes, 8 * out_c where m.pairs 2 (a block's
+ * outputs where they overlap their inputs: an in-place plan) */
 void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input, int8_t *output, void *scratch);
 #endif
