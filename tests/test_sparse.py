@@ -488,6 +488,25 @@ def test_row_pairs_in_qemu(batches, tmp_path, monkeypatch):
     assert all(c.max_abs_diff == 0 for c in report.comparisons)
 
 
+def assert_bit_exact_in_qemu(path: Path, options: CompileOptions, records: list, random: int, seed: int,
+                             tmp_path: Path, monkeypatch) -> None:
+    """The model bit-exact with TFLM on the Cortex-M4 in QEMU, built at -O2 and without the inline assembly, on these
+    records then `random` seeded random ones (skips loudly without the Arm tools)."""
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets import cortexm_bench, cortexm_build
+    from nn2c.verify.inputs import random_records
+
+    monkeypatch.setattr(cortexm_bench, "random_records",
+                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
+    for flags in (cortexm_build.COMPILE_FLAGS, [*cortexm_build.COMPILE_FLAGS, "-DNN2C_NO_INLINE_ASM"]):
+        monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
+        report = cortexm_bench.bench_model(path, target="cortex-m4", count=len(records) + random, seed=seed,
+                                           workdir=tmp_path / f"qemu{len(flags)}", options=options)
+        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
+        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+
+
 def _eight_row_model(height: int, width: int, path: Path) -> Path:
     """1x1 CONV_2D layers over height x width pixels for the eight-row pairs (nn2c_sparse_row8_pairs): a per-channel
     filter over 255 inputs whose first channel is -128 at every input (128 sum|w| = 4,177,920, just under the pairs'
@@ -544,19 +563,7 @@ def test_eight_row_pairs_in_qemu(height, width, tmp_path, monkeypatch):
     records = [[np.full((1, height, width, 255), -128, np.int8)], [np.full((1, height, width, 255), 127, np.int8)]]
     exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
     assert_records_match(run(exe, records, graph.inputs, graph.outputs), run_tflm(path, records, len(graph.outputs)))
-    if missing_tools():
-        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
-    from nn2c.targets import cortexm_bench, cortexm_build
-    from nn2c.verify.inputs import random_records
-
-    monkeypatch.setattr(cortexm_bench, "random_records",
-                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
-    for flags in (cortexm_build.COMPILE_FLAGS, [*cortexm_build.COMPILE_FLAGS, "-DNN2C_NO_INLINE_ASM"]):
-        monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
-        report = cortexm_bench.bench_model(path, target="cortex-m4", count=4, seed=11,
-                                           workdir=tmp_path / f"qemu{len(flags)}", options=options)
-        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
-        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert_bit_exact_in_qemu(path, options, records, 2, 11, tmp_path, monkeypatch)
 
 
 def _pair_table_model(batches: int, path: Path) -> Path:
@@ -619,19 +626,7 @@ def test_pair_table_in_qemu(batches, tmp_path, monkeypatch):
                *extreme_records(graph)]
     exe = build(result.write(tmp_path / "out"), tmp_path / "asan_runner", opt="-O1", extra_flags=SANITIZE_FLAGS)
     assert_records_match(run(exe, records, graph.inputs, graph.outputs), run_tflm(path, records, len(graph.outputs)))
-    if missing_tools():
-        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
-    from nn2c.targets import cortexm_bench, cortexm_build
-    from nn2c.verify.inputs import random_records
-
-    monkeypatch.setattr(cortexm_bench, "random_records",
-                        lambda inputs, count, seed: records + random_records(inputs, count - len(records), seed))
-    for flags in (cortexm_build.COMPILE_FLAGS, [*cortexm_build.COMPILE_FLAGS, "-DNN2C_NO_INLINE_ASM"]):
-        monkeypatch.setattr(cortexm_build, "COMPILE_FLAGS", flags)
-        report = cortexm_bench.bench_model(path, target="cortex-m4", count=len(records) + 2, seed=8,
-                                           workdir=tmp_path / f"qemu{len(flags)}", options=options)
-        assert report.reference == "tflm" and report.passed(), [c.__dict__ for c in report.comparisons]
-        assert all(c.max_abs_diff == 0 for c in report.comparisons)
+    assert_bit_exact_in_qemu(path, options, records, 2, 8, tmp_path, monkeypatch)
 
 
 def table_filter(layout) -> np.ndarray:

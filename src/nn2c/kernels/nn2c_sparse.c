@@ -1083,13 +1083,16 @@ static void nn2c_sparse_pair_rows(const int8_t *const x[4], int32_t depth, int32
     "smlal  %[l0], %[h0], %[v], %[w]\n\t" \
     "ldr    %[v], [%[xb], %[i], lsl #3]\n\t" \
     "smlal  %[l1], %[h1], %[v], %[w]\n\t"
-/* four of them, from the pointers (one before the next entry) plus 1 to 4, the last with their step; A..D the four
- * entries' labels (a list enters at any) */
+/* Four entries of a row-pair loop (ENTRY: its assembly of one, from a position and a weight operand) from the
+ * positions' and weights' pointers PI and PW (one before the next entry) plus 1 to 4, the last with their step; A..D
+ * the four entries' labels (a list enters at any: an unpadded list, sparse_layout) */
+#define NN2C_SPARSE_DSP_PAIRS_LABELLED_STEP4(ENTRY, PI, PW, A, B, C, D) \
+    A ":\n\t" ENTRY("[" PI ", #1]", "[" PW ", #1]") \
+    B ":\n\t" ENTRY("[" PI ", #2]", "[" PW ", #2]") \
+    C ":\n\t" ENTRY("[" PI ", #3]", "[" PW ", #3]") \
+    D ":\n\t" ENTRY("[" PI ", #4]!", "[" PW ", #4]!")
 #define NN2C_SPARSE_DSP_PAIRS_STEP4(A, B, C, D) \
-    A ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #1]", "[%[pw], #1]") \
-    B ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #2]", "[%[pw], #2]") \
-    C ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #3]", "[%[pw], #3]") \
-    D ":\n\t" NN2C_SPARSE_DSP_PAIRS_ENTRY("[%[pi], #4]!", "[%[pw], #4]!")
+    NN2C_SPARSE_DSP_PAIRS_LABELLED_STEP4(NN2C_SPARSE_DSP_PAIRS_ENTRY, "%[pi]", "%[pw]", A, B, C, D)
 /* the output of a row from its doubled sum A (in place) with the pair record's m (w), h (v) and r (e), as
  * nn2c_record_requant_doubled */
 #define NN2C_SPARSE_DSP_PAIRS_RQ(A) \
@@ -1218,13 +1221,8 @@ typedef char nn2c_sparse_row8_frame_check[offsetof(nn2c_sparse_row8_frame_t, xp)
     "smlal  r4, r5, r10, r9\n\t" \
     "ldr    r10, [r8, #12]\n\t" \
     "smlal  r6, r7, r10, r9\n\t"
-/* four of them from the pointers (one before the next entry) plus 1 to 4, the last with their step; A..D the four
- * entries' labels (a list enters at any) */
 #define NN2C_SPARSE_DSP_ROWS8_STEP4(A, B, C, D) \
-    A ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #1]", "[r12, #1]") \
-    B ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #2]", "[r12, #2]") \
-    C ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #3]", "[r12, #3]") \
-    D ":\n\t" NN2C_SPARSE_DSP_ROWS8_ENTRY("[r11, #4]!", "[r12, #4]!")
+    NN2C_SPARSE_DSP_PAIRS_LABELLED_STEP4(NN2C_SPARSE_DSP_ROWS8_ENTRY, "r11", "r12", A, B, C, D)
 /* a pair's two fields (S1 + 2^22 above bit 23 of the 64-bit sum, S0 + 2^22 below) */
 #define NN2C_SPARSE_DSP_ROWS8_FIELDS(L, H) \
     "lsl    " H ", " H ", #9\n\t" \
@@ -1326,7 +1324,7 @@ __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
 #undef NN2C_SPARSE_DSP_ROWS8_ENTRY
 
 /* Eight rows x (their outputs `stride` bytes apart from out) of a layer in row pairs (nn2c_sparse_s8_t.pairs 2:
- * a 1x1 convolution of eight pixels or more), as nn2c_sparse_row4_pairs twice with each entry's position and
+ * eight rows or more), as nn2c_sparse_row4_pairs twice with each entry's position and
  * weight read once: the four row pairs' words of a position side by side (16 * depth bytes of scratch at xp). */
 static void nn2c_sparse_row8_pairs(const nn2c_sparse_s8_t *m, const int8_t *const x[8], int8_t *out, int32_t stride,
                                    int32_t *xp) {
@@ -1338,6 +1336,7 @@ static void nn2c_sparse_row8_pairs(const nn2c_sparse_s8_t *m, const int8_t *cons
     nn2c_sparse_row8_pairs_asm(&frame, m->index, m->values);
 }
 #endif
+#undef NN2C_SPARSE_DSP_PAIRS_LABELLED_STEP4
 #endif
 
 /* nn2c_config.h: some layer runs four rows at a time, with byte positions (SPARSE_ROWS4) or packed (SPARSE_PACKED4) */
