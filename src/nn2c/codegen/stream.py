@@ -340,6 +340,9 @@ def group_code(group: RowGroup, ctx: EmitContext, tables: bool = False) -> NodeC
         finish = [f"nn2c_fc_s8_finish(&k{n - 1}, acc, {bias_ident}, {ctx.ptr(sink.output)});"]
     for j, op in enumerate(ops):
         body.append(f"{op.params.ctype} k{j} = {op.params.ident};")
+        if op.kind == "bcast":  # (its one loop's extent set per call: the struct's own array is constant)
+            body.append(f"int32_t k{j}_dims[1] = {{0}};")
+            body.append(f"k{j}.bc.dims = k{j}_dims;")
         if op.planes:
             body.append(f"k{j}.band = 0; /* (its rows through the tap loop: the planes' scratch is not there) */")
     for j in range(n - 1):
@@ -411,7 +414,7 @@ def group_code(group: RowGroup, ctx: EmitContext, tables: bool = False) -> NodeC
             loop += ["    " + s for s in inner] + ["}"]
             continue
         if op.kind == "bcast":
-            inner.append(f"k{j}.bc.dims[0] = {rows} * {elems[j]};")
+            inner.append(f"k{j}_dims[0] = {rows} * {elems[j]};")
         elif op.kind == "count":
             inner.append(f"k{j}.count = {rows} * {elems[j]};")
         offsets: list[int] = group.kernel_scratch[j]

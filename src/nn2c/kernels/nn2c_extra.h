@@ -14,11 +14,11 @@
 
 #define NN2C_EXTRA_MAX_DIMS 8
 
-typedef struct {
+typedef struct { /* as nn2c_ew_bcast_t (nn2c_elementwise.h): arrays rank long */
     int32_t rank;
-    int32_t dims[NN2C_EXTRA_MAX_DIMS];
-    int32_t stride1[NN2C_EXTRA_MAX_DIMS];
-    int32_t stride2[NN2C_EXTRA_MAX_DIMS];
+    const int32_t *dims;
+    const int32_t *stride1;
+    const int32_t *stride2;
 } nn2c_extra_bcast_t;
 
 typedef struct {

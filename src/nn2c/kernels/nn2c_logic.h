@@ -19,10 +19,10 @@
 #define NN2C_LOGIC_MAX_DIMS 8
 #define NN2C_LOGIC_MAX_OPERANDS 3
 
-typedef struct {
+typedef struct { /* arrays rank long, as nn2c_ew_bcast_t (nn2c_elementwise.h); an operand the op lacks NULL */
     int32_t rank; /* fused loops, 1..NN2C_LOGIC_MAX_DIMS */
-    int32_t dims[NN2C_LOGIC_MAX_DIMS];
-    int32_t stride[NN2C_LOGIC_MAX_OPERANDS][NN2C_LOGIC_MAX_DIMS];
+    const int32_t *dims;
+    const int32_t *stride[NN2C_LOGIC_MAX_OPERANDS];
 } nn2c_logic_bcast_t;
 
 /* Operators without parameters of their own: comparisons of raw values, logical and bitwise

@@ -46,11 +46,11 @@ typedef struct {
     int32_t detect_negative, detect_positive;
 } nn2c_math_isinf_params_t;
 
-typedef struct {
+typedef struct { /* as nn2c_ew_bcast_t (nn2c_elementwise.h): arrays rank long */
     int32_t rank;
-    int32_t dims[NN2C_MATH_MAX_DIMS];
-    int32_t stride1[NN2C_MATH_MAX_DIMS];
-    int32_t stride2[NN2C_MATH_MAX_DIMS];
+    const int32_t *dims;
+    const int32_t *stride1;
+    const int32_t *stride2;
 } nn2c_math_bcast_t;
 
 typedef struct {

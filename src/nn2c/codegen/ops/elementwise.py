@@ -99,12 +99,17 @@ def broadcast_field(ctx: EmitContext, a: Value, b: Value, out: Value) -> str:
         raise ctx.unsupported(str(exc)) from None
     if len(loops) > MAX_DIMS:
         raise ctx.unsupported(f"broadcast needs {len(loops)} loops; at most {MAX_DIMS} are supported")
-    pad = [0] * (MAX_DIMS - len(loops))
-    dims = [d for d, _, _ in loops] + pad
-    s1 = [s for _, s, _ in loops] + pad
-    s2 = [s for _, _, s in loops] + pad
-    return (f"{{.rank = {len(loops)}, .dims = {format_field(dims)}, .stride1 = {format_field(s1)}, "
-            f".stride2 = {format_field(s2)}}}")
+    dims = [d for d, _, _ in loops]
+    s1 = [s for _, s, _ in loops]
+    s2 = [s for _, _, s in loops]
+    return (f"{{.rank = {len(loops)}, .dims = {loop_array(dims)}, .stride1 = {loop_array(s1)}, "
+            f".stride2 = {loop_array(s2)}}}")
+
+
+def loop_array(values: list[int]) -> str:
+    """A broadcast loop nest's array (nn2c_ew_bcast_t): a constant of its own as long as the nest (a compound
+    literal, static as its struct; at least one element)."""
+    return f"(const int32_t[]){format_field(list(values) or [0])}"
 
 
 # --- operand checks ------------------------------------------------------------------------------

@@ -32,9 +32,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nn2c.codegen.context import EmitContext, format_field
+from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import int_activation_range, scale, zero_point
+from nn2c.codegen.ops.elementwise import loop_array
 from nn2c.ir import Node, Value, dtype_bytes
 from nn2c.quant.fixedpoint import quantize_multiplier, quantize_multiplier_smaller_than_one
 
@@ -88,11 +89,10 @@ def bcast_field(ctx: EmitContext, operands: Sequence[Value], out: Value) -> str:
         raise ctx.unsupported(str(exc)) from None
     if len(loops) > MAX_DIMS:
         raise ctx.unsupported(f"broadcast needs {len(loops)} loops; at most {MAX_DIMS} are supported")
-    pad = [0] * (MAX_DIMS - len(loops))
-    dims = [extent for extent, _ in loops] + pad
-    rows = [[strides[k] for _, strides in loops] + pad for k in range(len(operands))]
-    rows += [[0] * MAX_DIMS] * (MAX_OPERANDS - len(rows))
-    return f"{{.rank = {len(loops)}, .dims = {format_field(dims)}, .stride = {format_field(rows)}}}"
+    assert len(operands) <= MAX_OPERANDS
+    dims = loop_array([extent for extent, _ in loops])
+    rows = [loop_array([strides[k] for _, strides in loops]) for k in range(len(operands))]
+    return f"{{.rank = {len(loops)}, .dims = {dims}, .stride = {{{', '.join(rows)}}}}}"
 
 
 # --- operand checks ------------------------------------------------------------------------------
