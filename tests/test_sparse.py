@@ -352,6 +352,27 @@ def test_sparse_kernels_on_qemu(target, tmp_path):
     assert len(measured) == 10 and abs(predicted / sum(measured.values()) - 1) < 0.10, (predicted, measured)
 
 
+def test_profile_predicts_a_row_groups_sparse_member_with_the_sparse_model(tmp_path):
+    """kws_ref_model pruned 75% at --optimize speed: its last 1x1 convolution runs sparse (in row pairs) inside a
+    row group with the average pool. nn2c profile predicts that member with the target's sparse model, as it does a
+    sparse layer on its own: the group within 25% of QEMU's count (the cost model's CONV_2D fit, of the dense
+    kernels, predicted 1.87x it)."""
+    from nn2c.profiler import profile
+
+    path = pruned(KWS, "magnitude:0.75", tmp_path)
+    options = CompileOptions(target="cortex-m4", optimize="speed")
+    groups = [s for s in profile(path, target="cortex-m4", options=options).steps if s.op == "ROW_GROUP"]
+    assert len(groups) == 1 and any("nn2c_conv_s8_sparse" in m["kernel"] for m in groups[0].members), groups
+    if missing_tools():
+        pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
+    from nn2c.targets.cortexm_bench import bench_model
+
+    report = bench_model(path, target="cortex-m4", count=1, seed=0, workdir=tmp_path / "qemu", options=options)
+    assert report.reference == "tflm" and report.passed()
+    measured = [layer.instructions for layer in report.layers if layer.index == groups[0].step]
+    assert len(measured) == 1 and abs(groups[0].predicted["cortex-m4"] / measured[0] - 1) < 0.25, (groups, measured)
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     """kws pruned 1:8 at --schedule layer: its 1x1 convolutions' outputs sit 64 bytes below their inputs, the
