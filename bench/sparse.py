@@ -46,6 +46,7 @@ from tests.conftest import model_path  # noqa: E402
 
 from nn2c.api import CompileOptions, compile_model  # noqa: E402
 from nn2c.codegen.ops.sparse import (  # noqa: E402
+    EIGHT_ROWS,
     PACKED_FOUR_ROWS,
     PAIRS_VARIANT,
     SAFETY,
@@ -54,7 +55,7 @@ from nn2c.codegen.ops.sparse import (  # noqa: E402
     TABLE_VARIANT,
     cost_features,
     density,
-    pair_rows,
+    pairs_cost,
     sparse_layout,
     stored_entries,
     table_counts,
@@ -236,14 +237,15 @@ def fit(runs: list[Run], core: str, kind: str) -> Fit | None:
     samples = [x for r in runs if r.core == core for x in r.layers
                if (x.kind == "block" if kind in PAIR_KINDS else x.kind == kind) and x.sparse_in.get(sparse_mode)
                and x.pairs.get(sparse_mode, False) == (kind in PAIR_KINDS) and not x.table.get(sparse_mode, False)
-               and dense_mode in x.instructions and (kind != "pairs" or x.rows < 8) and (kind != "pairs8" or x.rows >= 8)]
+               and dense_mode in x.instructions and (kind != "pairs" or x.rows < EIGHT_ROWS)
+               and (kind != "pairs8" or x.rows >= EIGHT_ROWS)]
     if len(samples) < 2 * len(SPARSE_COST_FEATURES):
         return None
     features = [cost_features(x.outputs // x.rows, x.depth, x.rows, x.entries // x.rows) for x in samples]
     dense, dense_error = _lstsq([f[0] for f in features], [x.instructions[dense_mode] for x in samples])
-    if kind in PAIR_KINDS:  # (their lists unpadded; the rows the loops' blocks compute: pair_rows)
-        features = [cost_features(x.outputs // x.rows, x.depth, pair_rows(x.rows), x.pair_entries // x.rows)
-                    for x in samples]
+    if kind in PAIR_KINDS:  # (their lists unpadded; from eight rows the rows the loop's blocks compute: pairs_cost)
+        features = [cost_features(x.outputs // x.rows, x.depth, pairs_cost(get_target(core), x.rows)[1],
+                                  x.pair_entries // x.rows) for x in samples]
     sparse, sparse_error = _lstsq([f[1] for f in features], [x.instructions[sparse_mode] for x in samples])
     return Fit(dense, sparse, len(samples), dense_error, sparse_error)
 

@@ -102,8 +102,8 @@ _DSP_SPARSE_ROW = ((1.205, 12.53, 1.205, 95.41, 95.41), (4.085, 16.54, 0.1196, 4
 _DSP_SPARSE_BLOCK = ((0.9463, 9.789, 1.982, 105.5, 526.5), (2.634, 17.45, -0.5037, 55.67, 165.2))
 # the row pairs' loops (--optimize speed, and balanced builds where the arena allows): their sparse coefficients.
 # Four rows at a time (4-7 rows: FULLY_CONNECTED batches) as fitted to the four-row loop over padded lists when it
-# ran every such layer (no layer of bench/sparse.py's models has 4-7 rows since eight rows run eight at a time; the
-# unpadded lists take fewer instructions than it predicts); eight at a time over the rows their blocks compute
+# ran every such layer (no layer of bench/sparse.py's models has 4-7 rows since eight rows run eight at a time: not
+# measured over the unpadded lists); eight at a time over the rows their blocks compute
 # (pair_rows) and the unpadded entries, fitted by bench/sparse.py on its 53 such layers (max error 6%)
 _DSP_SPARSE_PAIRS = (1.642, 14.83, 1.756, 29.75, 789.0)
 _DSP_SPARSE_PAIRS8 = (1.422, 11.26, 2.256, 23.64, 274.4)

@@ -14,7 +14,7 @@
 #define NN2C_EW_MAX_DIMS 8
 
 /* (the three arrays rank long, each its own constant: 16 bytes and 12 a loop on a 32-bit core, where arrays of
- * NN2C_EW_MAX_DIMS took 100 whatever the rank; mcunetv2_large's 39 ADD and MUL: 2.8 KB less) */
+ * NN2C_EW_MAX_DIMS took 100 whatever the rank; mcunetv2_large's 39 ADD and MUL: 2,596 bytes less code as linked) */
 typedef struct {
     int32_t rank; /* fused loops, 1..NN2C_EW_MAX_DIMS */
     const int32_t *dims;

@@ -1237,8 +1237,9 @@ typedef char nn2c_sparse_row8_frame_check[offsetof(nn2c_sparse_row8_frame_t, xp)
 
 /* The channel loop of nn2c_sparse_row8_pairs, all of it in assembly with every register but sp and pc (the eight
  * rows' four 64-bit sums r0-r7, the entry r8-r10, the positions r11, the weights r12, the row pairs lr), the rest
- * in a frame on the stack (nn2c_sparse_row8_frame_t; a list's end at word 14). Per channel of eight rows 11
- * instructions an entry and about 95 more (two channels of nn2c_sparse_row4_pairs: 12 and about 118). */
+ * in a frame on the stack (nn2c_sparse_row8_frame_t; a list's end at word 14). Per channel of eight rows, counted
+ * below: 11 instructions an entry and 90 more for a list of up to 16 (two runs of nn2c_sparse_row4_pairs: 12 and
+ * 118). */
 __attribute__((naked, noinline)) static void nn2c_sparse_row8_pairs_asm(
     __attribute__((unused)) const nn2c_sparse_row8_frame_t *frame, __attribute__((unused)) const uint8_t *index,
     __attribute__((unused)) const int8_t *values) {
@@ -1419,7 +1420,7 @@ static void nn2c_sparse_rows_tail(const nn2c_sparse_s8_t *m, const int8_t *const
 
 #if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
 /* The last n (5 to 7) rows of an eight-row layer: the last one repeated to eight, computed into rows (8 * out_c
- * bytes of scratch), the n copied out (two blocks of the four-row loop took about 25% more). */
+ * bytes of scratch), the n copied out (one pass of the eight-row loop where the four-row loop would take two). */
 static void nn2c_sparse_rows8_tail(const nn2c_sparse_s8_t *m, const int8_t *const x[], int8_t *const out[],
                                    int32_t n, int32_t *pairs, int8_t *rows) {
     const int8_t *x8[8];
@@ -1538,7 +1539,7 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
         const int8_t *x[8];
         int8_t *out[8];
         int32_t ready = 0;
-        /* (the pixel's input and output stepped, not divided out of its index: 10 instructions a pixel fewer) */
+        /* (the pixels' inputs and outputs stepped, not divided out of their index) */
         const int32_t col_step = g->stride_w * g->in_c, row_step = g->stride_h * g->in_w * g->in_c;
         const int8_t *row = in_b + ((-g->pad_h) * g->in_w - g->pad_w) * g->in_c;
         int8_t *y = out_b;
@@ -1554,7 +1555,6 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
                 nn2c_sparse_pixels(m, x, out, block, g->in_c, pairs, rows_scratch);
             }
         }
-        int32_t done = 0;
 #if defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4) && !defined(NN2C_OMIT_SPARSE_ROWS8)
         if (ready > 4) { /* (an eight-row layer's last 5-7 pixels: as eight, the last repeated) */
             nn2c_sparse_rows8_tail(m, x, out, ready, pairs, rows_scratch);
@@ -1563,15 +1563,15 @@ void nn2c_conv_s8_sparse(const nn2c_conv_sparse_params_t *p, const int8_t *input
 #endif
         if (ready == 4) { /* (an eight-row layer's last 4 pixels) */
             nn2c_sparse_pixels(m, x, out, 4, g->in_c, pairs, rows_scratch);
-            done = 4;
+            continue;
         }
 #if (defined(NN2C_SPARSE_RECORDS) && !defined(NN2C_OMIT_SPARSE_ROWS4)) || !defined(NN2C_OMIT_SPARSE_PACKED4)
-        if ((m->pairs || m->packed == 2) && ready > done) {
-            nn2c_sparse_rows_tail(m, x + done, out + done, ready - done, pairs, rows_scratch);
+        if ((m->pairs || m->packed == 2) && ready > 0) {
+            nn2c_sparse_rows_tail(m, x, out, ready, pairs, rows_scratch);
             continue;
         }
 #endif
-        for (int32_t r = done; r < ready; ++r) {
+        for (int32_t r = 0; r < ready; ++r) {
             nn2c_sparse_row1(m, x[r], out[r]);
         }
     }

@@ -543,11 +543,8 @@ def _conv_s8_sparse(ctx: EmitContext, geom: Geometry, groups: int, x: Value, w: 
         return False
     ctx.use_kernel("sparse")
     ctx.take_path("SPARSE_PACKED4" if layout.packed else "SPARSE_ROWS4")
-    eight_rows = pairs and not layout.packed and geom.out_h * geom.out_w >= 8  # (pixels a batch)
-    if eight_rows:
-        ctx.take_path("SPARSE_ROWS8")
     initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real, zero_point(out),
-                                            act_min, act_max, row_pairs=pairs, eight_rows=eight_rows)
+                                            act_min, act_max, row_pairs=pairs, call_rows=geom.out_h * geom.out_w)
     params = ctx.params_struct("nn2c_conv_sparse_params_t", {"m": initializer, "g": geom.initializer()})
     # (the row pairs, if any, then) a block's outputs (4 pixels, 8 in eight-row pairs): where an in-place plan puts
     # them over their inputs, computed there first

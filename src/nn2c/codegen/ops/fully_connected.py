@@ -169,12 +169,9 @@ def fully_connected(node: Node, ctx: EmitContext) -> None:
                                   else "SPARSE_ROWS4")
                 if table is not None:
                     ctx.take_path("SPARSE_TABLE")
-                eight_rows = pairs and rows_layout is not None and not rows_layout.packed and batches >= 8
-                if eight_rows:
-                    ctx.take_path("SPARSE_ROWS8")
                 initializer, pair_bytes = sparse_fields(ctx, layout, rows, bias, -zero_point(x), real,
                                                         zero_point(out), act_min, act_max, row_pairs=pairs,
-                                                        eight_rows=eight_rows)
+                                                        call_rows=batches)
                 params = ctx.params_struct("nn2c_fc_sparse_params_t", {"m": initializer, "batches": batches})
                 ctx.call("nn2c_fc_s8_sparse", params, ctx.ptr(x), ctx.ptr(out),
                          ctx.scratch(pair_bytes) if pair_bytes else "NULL")  # (the row pairs, their last rows' outputs)

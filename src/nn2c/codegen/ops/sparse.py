@@ -41,9 +41,11 @@ RECORD_SHIFTS = (-25, -2)
 # nn2c_sparse_row4_pairs: two rows' sums in one 64-bit sum S0 + 2^23 S1, exact while |S0| < 2^22 for any int8
 # input, i.e. 128 sum|w| < 2^22 for every channel
 PAIR_SUM_LIMIT = 1 << 22
-# nn2c_sparse_s8_t.pairs of a layer of eight rows or more (pixels a batch of a 1x1 convolution, FULLY_CONNECTED
-# batches): eight rows at a time (nn2c_sparse_row8_pairs, 11 instructions an entry where two runs of the four-row
-# loop take 12, and about 85 a channel outside the entries where they take about 118)
+# a row-pair layer whose kernel calls run EIGHT_ROWS rows or more (a 1x1 convolution's pixels a batch, a
+# FULLY_CONNECTED's batches) runs eight at a time, nn2c_sparse_s8_t.pairs EIGHT_ROW_PAIRS (nn2c_sparse_row8_pairs:
+# counted in their assembly, 11 instructions an entry where two runs of the four-row loop take 12, and about 90 a
+# channel outside the entries where they take 118)
+EIGHT_ROWS = 8
 EIGHT_ROW_PAIRS = 2
 # --sparse auto: sparse only where predicted at most this fraction of the dense instructions; at 0.9 one
 # measured layer of bench/sparse.py (288 MACs) ran 1% slower sparse, at 0.85 none (docs/BENCHMARKS.md)
@@ -143,13 +145,10 @@ def stored_entries(rows: np.ndarray, padded: bool = True) -> int:
 
 
 def pair_rows(input_rows: int) -> int:
-    """The rows the row-pair loops compute for a layer of input_rows rows: eight or more run eight at a time
-    (nn2c_sparse_row8_pairs), a last 4 in the four-row loop, a last 5-7 as eight and a last 1-3 as four; fewer than
-    eight run the four-row loop, a last 1-3 as four."""
-    if input_rows < 8:
-        return -(-input_rows // 4) * 4
-    blocks, rest = divmod(input_rows, 8)
-    return 8 * blocks + (0 if rest == 0 else 4 if rest <= 4 else 8)
+    """The rows the eight-row pairs loop computes for a layer of input_rows >= EIGHT_ROWS rows (nn2c_sparse_row8_pairs):
+    eight at a time, a last 4 in the four-row loop, a last 5-7 as eight and a last 1-3 as four."""
+    blocks, rest = divmod(input_rows, EIGHT_ROWS)
+    return EIGHT_ROWS * blocks + (0 if rest == 0 else 4 if rest <= 4 else EIGHT_ROWS)
 
 
 def sparse_layout(rows: np.ndarray, padded: bool = True) -> SparseLayout:
@@ -234,9 +233,9 @@ def pairs_cost(target: Target, input_rows: int) -> tuple[tuple[float, ...] | Non
     """The sparse coefficients of a layer of input_rows rows summed in row pairs, and the rows they weigh: eight or
     more, Target.sparse_pairs8_cost over pair_rows (the loops' blocks); four to seven, sparse_pairs_cost over the
     rows themselves (None below four, or where the target has no model)."""
-    if input_rows >= 8 and target.sparse_pairs8_cost is not None:
+    if input_rows >= EIGHT_ROWS and target.sparse_pairs8_cost is not None:
         return target.sparse_pairs8_cost, pair_rows(input_rows)
-    return (target.sparse_pairs_cost if 4 <= input_rows < 8 else None), input_rows
+    return (target.sparse_pairs_cost if 4 <= input_rows < EIGHT_ROWS else None), input_rows
 
 
 def predicted_costs(target: Target, out_c: int, depth: int, input_rows: int, entries: int, pairs: bool = False
@@ -509,16 +508,20 @@ def row_pairs_fit(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_
 
 def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np.ndarray, bias: Value | None,
                   input_offset: int, real: list[float], output_offset: int, act_min: int, act_max: int,
-                  row_pairs: bool, eight_rows: bool = False) -> tuple[str, int]:
+                  row_pairs: bool, call_rows: int = 0) -> tuple[str, int]:
     """The nn2c_sparse_s8_t initializer of an int8 filter given as [out_c, depth] rows (layout: theirs, or their
     pair table layout) and its real multipliers (one for a per-tensor filter), and the bytes of scratch its row
     pairs or pair table take (0 without). On the Arm DSP each channel's output stage is one record where every
     shift allows (RECORD_SHIFTS); a layer run four rows at a time that row_pairs_fit allows (the caller's
-    `row_pairs`) sums them in row pairs, with pair_records, eight rows at a time where `eight_rows` (eight rows or
-    more: nn2c_sparse_row8_pairs)."""
+    `row_pairs`) sums them in row pairs, with pair_records, unpadded lists, and eight rows at a time where a call of
+    the kernel runs `call_rows` >= EIGHT_ROWS rows (nn2c_sparse_row8_pairs, kernel path SPARSE_ROWS8)."""
     out_c, depth = rows.shape
-    if row_pairs and isinstance(layout, SparseLayout) and not layout.packed:
+    row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
+    eight_rows = row_pairs and call_rows >= EIGHT_ROWS
+    if row_pairs:
         layout = sparse_layout(rows, padded=False)  # (the row pairs' loops enter a list at any entry)
+    if eight_rows:
+        ctx.take_path("SPARSE_ROWS8")
     quantized = [quantize_multiplier(m) for m in real]
     if isinstance(layout, TableLayout) and len(quantized) == 1:
         # (the pair table's assembly reads per-channel records alone: 8 bytes a channel more for a per-tensor filter)
@@ -552,7 +555,6 @@ def sparse_fields(ctx: EmitContext, layout: SparseLayout | TableLayout, rows: np
                    "per_channel": int(per_channel), "records": "NULL"})
     stage = {"multipliers": ctx.const_array(multipliers, "int32_t", "output multipliers"),
              "shifts": ctx.const_array(shifts, "int32_t", "output shifts")}
-    row_pairs = row_pairs and isinstance(layout, SparseLayout) and not layout.packed
     if isinstance(layout, SparseLayout) and layout.packed:
         ctx.variant(PACKED_VARIANT)
     # pair tables whose output stage fits doubled records: the sums doubled by doubled weights (int16 halves: 2 x 127
