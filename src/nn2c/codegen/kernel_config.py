@@ -33,6 +33,8 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_FC_DUAL": "Arm DSP FULLY_CONNECTED as DSP_FC_GROUPS over a multiple of 4 channels whose filter is dual "
                    "(channel pairs as int16 halves A + 256 B: 3 instructions per 4 MACs instead of 4)",
     "DSP_GEMM_DUAL": "Arm DSP convolution over pixel pairs whose filter is dual (as DSP_FC_DUAL)",
+    "DSP_GEMM_TRIPLES": "Arm DSP 1x1 convolution over pixel triples whose filter is dual (--optimize speed, or "
+                        "balanced where the arena allows)",
     "DSP_GEMM_PLAIN": "Arm DSP convolution over pixel pairs from records whose filter is not dual (an odd channel "
                       "count, or weights that do not fit)",
     **{f"DSP_CONV_ROWS_{n}{tail}": f"Arm DSP convolution over narrow filter rows read straight from the image "

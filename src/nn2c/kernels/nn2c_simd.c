@@ -56,6 +56,9 @@ const uint8_t nn2c_kernel_path_dsp_gemm_dual = 1;
 #if !defined(NN2C_OMIT_DSP_GEMM_PLAIN)
 const uint8_t nn2c_kernel_path_dsp_gemm_plain = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_GEMM_TRIPLES)
+const uint8_t nn2c_kernel_path_dsp_gemm_triples = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_1 = 1;
 #endif
@@ -849,10 +852,12 @@ typedef int32_t nn2c_simd_word_t __attribute__((may_alias, aligned(4)));
 /* A row of n int8 values as SMLAD operands: per 4 values the even and the odd ones sign-extended
  * to int16 pairs (SXTB16, SXTB16 ROR 8), written to dst[0], dst[1] of every 4-word block (the
  * other two words hold the pair's other pixel); a partial last block is zero-filled. */
-/* `words` (>= 0) input words at src expanded to their even / odd int16 pairs at dst[0], dst[1], then 4 words on
- * (a pixel pair's layout: the other pixel's words between); returns the next dst. In assembly two words a step
- * (one STRD each, the loop's test once per two): 5 instructions a word, GCC 12's loop took 8 (QEMU). */
-NN2C_INLINE nn2c_simd_word_t *nn2c_dsp_expand_words(const int8_t *src, int32_t words, nn2c_simd_word_t *dst) {
+/* `words` (>= 0) input words at src expanded to their even / odd int16 pairs at dst[0], dst[1], then `pitch` words
+ * on (a constant: 4 in a pixel pair's layout, 6 in a pixel triple's, the other pixels' words between); returns the
+ * next dst. In assembly two words a step (one STRD each, the loop's test once per two): 5 instructions a word, GCC
+ * 12's loop took 8 (QEMU). */
+NN2C_INLINE nn2c_simd_word_t *nn2c_dsp_expand_words(const int8_t *src, int32_t words, nn2c_simd_word_t *dst,
+                                                    int32_t pitch) {
 #if defined(NN2C_INLINE_ASM)
     const int8_t *const end = src + 4 * words;
     int32_t v, e, v2;
@@ -861,7 +866,7 @@ NN2C_INLINE nn2c_simd_word_t *nn2c_dsp_expand_words(const int8_t *src, int32_t w
                      "ldr     %[v], [%[src]], #4\n\t"
                      "sxtb16  %[e], %[v]\n\t"
                      "sxtb16  %[v], %[v], ror #8\n\t"
-                     "strd    %[e], %[v], [%[dst]], #16\n"
+                     "strd    %[e], %[v], [%[dst]], %[step]\n"
                      "2:\n\t"
                      "cmp     %[src], %[end]\n\t"
                      "beq     3f\n"
@@ -870,18 +875,18 @@ NN2C_INLINE nn2c_simd_word_t *nn2c_dsp_expand_words(const int8_t *src, int32_t w
                      "ldr     %[v2], [%[src]], #4\n\t"
                      "sxtb16  %[e], %[v]\n\t"
                      "sxtb16  %[v], %[v], ror #8\n\t"
-                     "strd    %[e], %[v], [%[dst]], #16\n\t"
+                     "strd    %[e], %[v], [%[dst]], %[step]\n\t"
                      "sxtb16  %[e], %[v2]\n\t"
                      "sxtb16  %[v2], %[v2], ror #8\n\t"
-                     "strd    %[e], %[v2], [%[dst]], #16\n\t"
+                     "strd    %[e], %[v2], [%[dst]], %[step]\n\t"
                      "cmp     %[src], %[end]\n\t"
                      "bne     1b\n"
                      "3:\n\t"
                      : [src] "+r"(src), [dst] "+r"(dst), [v] "=&r"(v), [e] "=&r"(e), [v2] "=&r"(v2)
-                     : [words] "r"(words), [end] "r"(end)
+                     : [words] "r"(words), [end] "r"(end), [step] "i"(4 * pitch)
                      : "cc", "memory");
 #else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h) */
-    for (; words > 0; --words, src += 4, dst += 4) {
+    for (; words > 0; --words, src += 4, dst += pitch) {
         const int32_t v = nn2c_simd_ld32(src);
         dst[0] = __sxtb16(v);
         dst[1] = nn2c_sxtb16_ror8(v);
@@ -890,8 +895,10 @@ NN2C_INLINE nn2c_simd_word_t *nn2c_dsp_expand_words(const int8_t *src, int32_t w
     return dst;
 }
 
-static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst) {
-    dst = nn2c_dsp_expand_words(src, n >> 2, dst);
+/* n bytes at src expanded to int16 pairs at dst[0], dst[1] of blocks `pitch` words apart (a partial last word
+ * zero-filled). */
+NN2C_INLINE void nn2c_dsp_expand_pitch(const int8_t *src, int32_t n, nn2c_simd_word_t *dst, int32_t pitch) {
+    dst = nn2c_dsp_expand_words(src, n >> 2, dst, pitch);
     src += n & ~3;
     n &= 3;
     if (n > 0) {
@@ -899,6 +906,11 @@ static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst)
         dst[0] = __sxtb16(v);
         dst[1] = nn2c_sxtb16_ror8(v);
     }
+}
+
+/* a pixel pair's layout: 4 words a block */
+static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst) {
+    nn2c_dsp_expand_pitch(src, n, dst, 4);
 }
 
 /* Two expanded pixels x two channels per step: 6 words in (3 LDRD), 4 SXTB16, 8 SMLAD. The loop is
@@ -1117,6 +1129,203 @@ NN2C_INLINE void nn2c_dsp_pair_records(const nn2c_simd_word_t *pair, const nn2c_
         memcpy(o1, &h1, 2);
     }
 }
+
+#if !defined(NN2C_OMIT_DSP_GEMM_TRIPLES) /* nn2c_config.h: some 1x1 convolution runs over pixel triples */
+/* --- 1x1 convolutions over pixel triples (nn2c_conv_simd_params_t.triples) ------------------------------------
+ * Three expanded pixels (per block of 4 of the depth 6 words: each pixel's even / odd int16 pairs) x the two
+ * channels of a dual filter (records: an even channel count). A step of 4 of the depth: 1 LDRD and 2 SXTB16 of the
+ * filter, 3 LDRD and 12 SMLAD of the pixels, 18 instructions per 24 MACs where a pixel pair takes 13 per 16; one
+ * output stage per 6 outputs. */
+#if defined(NN2C_INLINE_ASM)
+/* What nn2c_gemm_triple16_asm copies onto its stack (its offsets there are the words' here; wp stays in r7). */
+typedef struct {
+    const nn2c_simd_word_t *px;    /* word 0: the triple's blocks */
+    const nn2c_simd_word_t *x_end; /* 1: past them */
+    const int32_t *rec;            /* 2: the next channel pair's records */
+    int8_t *out;                   /* 3: pixel 0's outputs of that pair */
+    int32_t off1, off2;            /* 4, 5: pixel 1's and 2's outputs from pixel 0's (one LDRD) */
+    int8_t *out_end;               /* 6: pixel 0's outputs past the last pair */
+    const nn2c_simd_word_t *wp;    /* 7: the first pair's filter words */
+} nn2c_gemm_triple_frame_t;
+typedef char nn2c_gemm_triple_frame_check[offsetof(nn2c_gemm_triple_frame_t, wp) == 28 ? 1 : -1];
+
+/* A step of 4 of the depth: the filter words r8 r9 (A + 256 B) and their SXTB16 r10 r11 (A), each pixel's words
+ * r12 lr, its sums A / A + 256 B in r0 r1, r2 r3, r4 r5 */
+#define NN2C_DSP_TRIPLE_PIXEL(A, AB) \
+    "ldrd   r12, lr, [r6], #8\n\t" \
+    "smlad  " AB ", r12, r8, " AB "\n\t" \
+    "smlad  " A ", r12, r10, " A "\n\t" \
+    "smlad  " AB ", lr, r9, " AB "\n\t" \
+    "smlad  " A ", lr, r11, " A "\n\t"
+#define NN2C_DSP_TRIPLE_STEP \
+    "ldrd   r8, r9, [r7], #8\n\t" \
+    "sxtb16 r10, r8\n\t" \
+    "sxtb16 r11, r9\n\t" \
+    NN2C_DSP_TRIPLE_PIXEL("r0", "r1") NN2C_DSP_TRIPLE_PIXEL("r2", "r3") NN2C_DSP_TRIPLE_PIXEL("r4", "r5")
+/* B's doubled sum from A + 256 B's (2^8 B shifted by one less), A's doubled */
+#define NN2C_DSP_TRIPLE_DOUBLE(A, AB) \
+    "sub    " AB ", " AB ", " A "\n\t" \
+    "asr    " AB ", " AB ", #7\n\t" \
+    "lsl    " A ", " A ", #1\n\t"
+/* an output from its doubled sum S (in place): m r8, h r9, r r10 (nn2c_record_requant_doubled) */
+#define NN2C_DSP_TRIPLE_RQ(S) \
+    "add    r11, r9, " S ", asr #31\n\t" \
+    "smmlar r11, " S ", r8, r11\n\t" \
+    "asr    r11, r11, r10\n\t" \
+    "ssat   " S ", #8, r11\n\t"
+
+/* Every channel pair of a pixel triple, all in assembly with every register but sp and pc (the six sums r0-r5,
+ * the pixels r6, the filter r7, its words r8-r11, a pixel's words r12 lr), the rest in a frame on the stack
+ * (nn2c_gemm_triple_frame_t). Per channel pair, counted below: 39 instructions a loop of two steps, 57 outside
+ * (the C of the same spent about 74, its values spilled around the loop). */
+__attribute__((naked, noinline)) static void nn2c_gemm_triple16_asm(
+    __attribute__((unused)) const nn2c_gemm_triple_frame_t *frame) {
+    __asm__ volatile(
+        "push   {r4-r11, lr}\n\t"
+        "sub    sp, sp, #28\n\t"
+        "ldm    r0, {r1-r7}\n\t"
+        "stm    sp, {r1-r7}\n\t"
+        "ldr    r7, [r0, #28]\n"
+        "1:\n\t"
+        "ldr    r12, [sp, #8]\n\t"
+        "ldrd   r0, r1, [r12], #8\n\t" /* the pair's biases: A's, A's + 256 B's */
+        "str    r12, [sp, #8]\n\t"
+        "mov    r2, r0\n\t"
+        "mov    r3, r1\n\t"
+        "mov    r4, r0\n\t"
+        "mov    r5, r1\n\t"
+        "ldr    r6, [sp]\n"
+        "2:\n\t" NN2C_DSP_TRIPLE_STEP NN2C_DSP_TRIPLE_STEP /* (a dual filter's blocks come in pairs) */
+        "ldr    r12, [sp, #4]\n\t"
+        "cmp    r6, r12\n\t"
+        "bne    2b\n\t"
+        NN2C_DSP_TRIPLE_DOUBLE("r0", "r1") NN2C_DSP_TRIPLE_DOUBLE("r2", "r3") NN2C_DSP_TRIPLE_DOUBLE("r4", "r5")
+        "ldr    r12, [sp, #8]\n\t"
+        "ldm    r12!, {r8-r10}\n\t"
+        NN2C_DSP_TRIPLE_RQ("r0") NN2C_DSP_TRIPLE_RQ("r2") NN2C_DSP_TRIPLE_RQ("r4")
+        "ldm    r12!, {r8-r10}\n\t"
+        NN2C_DSP_TRIPLE_RQ("r1") NN2C_DSP_TRIPLE_RQ("r3") NN2C_DSP_TRIPLE_RQ("r5")
+        "str    r12, [sp, #8]\n\t"
+        "bfi    r0, r1, #8, #8\n\t"
+        "bfi    r2, r3, #8, #8\n\t"
+        "bfi    r4, r5, #8, #8\n\t"
+        "ldr    lr, [sp, #12]\n\t"
+        "ldrd   r6, r8, [sp, #16]\n\t"
+        "strh   r2, [lr, r6]\n\t" /* (a repeated pixel's outputs: the same bytes at the same address) */
+        "strh   r4, [lr, r8]\n\t"
+        "strh   r0, [lr], #2\n\t"
+        "str    lr, [sp, #12]\n\t"
+        "ldr    r6, [sp, #24]\n\t"
+        "cmp    lr, r6\n\t"
+        "bne    1b\n\t"
+        "add    sp, sp, #28\n\t"
+        "pop    {r4-r11, pc}\n\t");
+}
+#undef NN2C_DSP_TRIPLE_PIXEL
+#undef NN2C_DSP_TRIPLE_STEP
+#undef NN2C_DSP_TRIPLE_DOUBLE
+#undef NN2C_DSP_TRIPLE_RQ
+#endif
+
+/* Every channel pair of a pixel triple expanded at px (records, a dual filter: an even channel count), pixel p's
+ * outputs at o0 / o1 / o2 (a repeated pixel's the same address: the same bytes written twice). */
+static void nn2c_gemm_triple16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *px, const int8_t *w, int8_t *o0,
+                               int8_t *o1, int8_t *o2) {
+    const nn2c_simd_word_t *wp = (const nn2c_simd_word_t *)(const void *)w;
+    const nn2c_simd_word_t *const x_end = px + 6 * (m->depth_padded >> 2);
+#if defined(NN2C_INLINE_ASM)
+    const nn2c_gemm_triple_frame_t frame = {px, x_end, m->records, o0, (int32_t)(o1 - o0), (int32_t)(o2 - o0),
+                                            o0 + m->out_c, wp};
+    nn2c_gemm_triple16_asm(&frame);
+#else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h): the same in C */
+    const int32_t *rec = m->records;
+    for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2, o2 += 2) {
+        int32_t a0 = rec[0], b0 = rec[1], a1 = rec[0], b1 = rec[1], a2 = rec[0], b2 = rec[1];
+        rec += 2;
+        for (const nn2c_simd_word_t *x = px; x != x_end; x += 6, wp += 2) {
+            const int32_t w0 = wp[0], w1 = wp[1], w0e = __sxtb16(w0), w1e = __sxtb16(w1);
+            a0 = __smlad(x[1], w1e, __smlad(x[0], w0e, a0));
+            b0 = __smlad(x[1], w1, __smlad(x[0], w0, b0));
+            a1 = __smlad(x[3], w1e, __smlad(x[2], w0e, a1));
+            b1 = __smlad(x[3], w1, __smlad(x[2], w0, b1));
+            a2 = __smlad(x[5], w1e, __smlad(x[4], w0e, a2));
+            b2 = __smlad(x[5], w1, __smlad(x[4], w0, b2));
+        }
+        /* doubled for the doubled records: B's sum, 2^8 times B before, shifted by one less */
+        b0 = (int32_t)((uint32_t)b0 - (uint32_t)a0) >> 7;
+        b1 = (int32_t)((uint32_t)b1 - (uint32_t)a1) >> 7;
+        b2 = (int32_t)((uint32_t)b2 - (uint32_t)a2) >> 7;
+        o0[0] = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)a0 << 1), rec);
+        o1[0] = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)a1 << 1), rec);
+        o2[0] = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)a2 << 1), rec);
+        o0[1] = (int8_t)nn2c_record_requant_doubled(b0, rec + 3);
+        o1[1] = (int8_t)nn2c_record_requant_doubled(b1, rec + 3);
+        o2[1] = (int8_t)nn2c_record_requant_doubled(b2, rec + 3);
+        rec += 6;
+    }
+#endif
+}
+
+/* The n bytes of three pixels (at x0, x1, x2) expanded into a pixel triple's blocks from px (pixel p's even / odd
+ * int16 pairs at px[6 k + 2 p], px[6 k + 2 p + 1]; a partial last word zero-filled). In assembly 14 instructions a
+ * block for the three (three calls of nn2c_dsp_expand_pitch took 15 and some 30 a pixel more). */
+__attribute__((noinline)) static void nn2c_dsp_expand3(const int8_t *x0, const int8_t *x1, const int8_t *x2,
+                                                       int32_t n, nn2c_simd_word_t *px) {
+#if defined(NN2C_INLINE_ASM)
+    if (n >= 4) {
+        const int8_t *const end = x0 + (n & ~3);
+        int32_t a, b, c, e;
+        __asm__ volatile("1:\n\t"
+                         "ldr    %[a], [%[x0]], #4\n\t"
+                         "ldr    %[b], [%[x1]], #4\n\t"
+                         "ldr    %[c], [%[x2]], #4\n\t"
+                         "sxtb16 %[e], %[a]\n\t"
+                         "sxtb16 %[a], %[a], ror #8\n\t"
+                         "strd   %[e], %[a], [%[px]], #8\n\t"
+                         "sxtb16 %[e], %[b]\n\t"
+                         "sxtb16 %[b], %[b], ror #8\n\t"
+                         "strd   %[e], %[b], [%[px]], #8\n\t"
+                         "sxtb16 %[e], %[c]\n\t"
+                         "sxtb16 %[c], %[c], ror #8\n\t"
+                         "strd   %[e], %[c], [%[px]], #8\n\t"
+                         "cmp    %[x0], %[end]\n\t"
+                         "bne    1b\n\t"
+                         : [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [px] "+r"(px), [a] "=&r"(a), [b] "=&r"(b),
+                           [c] "=&r"(c), [e] "=&r"(e)
+                         : [end] "r"(end)
+                         : "cc", "memory");
+    }
+    if (n & 3) {
+        const int32_t a = nn2c_simd_ld_partial(x0, n & 3), b = nn2c_simd_ld_partial(x1, n & 3);
+        const int32_t c = nn2c_simd_ld_partial(x2, n & 3);
+        px[0] = __sxtb16(a);
+        px[1] = nn2c_sxtb16_ror8(a);
+        px[2] = __sxtb16(b);
+        px[3] = nn2c_sxtb16_ror8(b);
+        px[4] = __sxtb16(c);
+        px[5] = nn2c_sxtb16_ror8(c);
+    }
+#else
+    nn2c_dsp_expand_pitch(x0, n, px, 6);
+    nn2c_dsp_expand_pitch(x1, n, px + 2, 6);
+    nn2c_dsp_expand_pitch(x2, n, px + 4, 6);
+#endif
+}
+
+/* A 1x1 convolution's pixels three at a time (nn2c_conv_s8_run's pointwise case with triples): each triple expanded
+ * before any of its outputs is written (the in-place rule); a last one or two pixels with the last repeated. */
+static void nn2c_conv_s8_triples(const nn2c_gemm_s8_t *m, int32_t pixels, const int8_t *input,
+                                 const int8_t *packed_filter, int8_t *output, nn2c_simd_word_t *px) {
+    const int32_t depth = m->depth, out_c = m->out_c;
+    for (int32_t q = 0; q < pixels; q += 3) {
+        const int32_t last = NN2C_MIN(pixels - q, 3) - 1, mid = NN2C_MIN(last, 1);
+        const int8_t *const x = input + q * depth;
+        int8_t *const y = output + q * out_c;
+        nn2c_dsp_expand3(x, x + mid * depth, x + last * depth, depth, px);
+        nn2c_gemm_triple16(m, px, packed_filter, y, y + mid * out_c, y + last * out_c);
+    }
+}
+#endif
 
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
                                       const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
@@ -2278,7 +2487,7 @@ NN2C_INLINE void nn2c_dsp_expand_window(const nn2c_conv_geom_t *g, int32_t pad, 
         }
         const int8_t *src = in_b + iy * g->in_w * C;
         if (inside_w) {
-            dst = nn2c_dsp_expand_words(src + ix0 * C, row_bytes >> 2, dst);
+            dst = nn2c_dsp_expand_words(src + ix0 * C, row_bytes >> 2, dst, 4);
             continue;
         }
         if (g->dilation_w != 1) { /* rare: byte by byte */
@@ -2336,6 +2545,12 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const nn2c_simd_word_t *const last_w =
         (const nn2c_simd_word_t *)(const void *)(packed_filter + (m->out_c - 1) * m->depth_padded);
     const int32_t *const last_rec = odd_records ? m->records + 4 * (m->out_c - 1) : NULL;
+#if !defined(NN2C_OMIT_DSP_GEMM_TRIPLES)
+    if (p->triples && !sink) { /* (a 1x1 convolution whose filter is dual: codegen/ops/conv.py) */
+        nn2c_conv_s8_triples(m, g->batches * g->out_h * g->out_w, input, packed_filter, output, pair);
+        return;
+    }
+#endif
     if (p->pointwise && !sink) {
         /* 1x1, stride 1, no padding (a FULLY_CONNECTED sink takes the loop below): the pixels are consecutive rows
          * of depth bytes, each pair expanded straight from the image before either output is written (the in-place

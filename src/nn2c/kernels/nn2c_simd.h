@@ -83,6 +83,9 @@ typedef struct {
     int16_t pad_value; /* input zero point: what a padding tap reads */
     uint8_t pointwise; /* 1x1, stride 1, no padding: the pixels are the rows themselves (DSP: walked two at a time;
                         * MVE and portable: read in place when output and input are apart) */
+    /* Arm DSP, a pointwise layer whose filter is dual: 1, its pixels three at a time (nn2c_gemm_triple16; scratch
+     * of 6 * depth_padded bytes) */
+    uint8_t triples;
 } nn2c_conv_simd_params_t;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1; scratch of in_c bytes (the zero-point row). Filter, per

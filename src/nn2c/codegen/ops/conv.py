@@ -567,11 +567,12 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
                                  records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16),
                                  doubled=bool(ctx.target.conv_pair_int16))
+    pointwise = (geom.filter_h == geom.filter_w == geom.stride_h == geom.stride_w == 1
+                 and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w))
+    triples = pointwise and bool(fields.get("dual")) and _takes_triples(ctx)
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
-        "g": geom.initializer(), "pad_value": zero_point(x),
-        "pointwise": int(geom.filter_h == geom.filter_w == geom.stride_h == geom.stride_w == 1
-                         and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w)),
+        "g": geom.initializer(), "pad_value": zero_point(x), "pointwise": int(pointwise), "triples": int(triples),
     })
     depth = rows.shape[1]
     if ctx.target.conv_pair_int16 and not _assembly_output(real, act_min, act_max):
@@ -585,12 +586,15 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         # weights, its 16 bytes read, never written) reads into the staging row, or past the blocks where none
         blocks_bytes = 16 * -(-depth // 4)
         staging = 0 if direct or word_rows else depth
-        scratch = ctx.scratch(max(blocks_bytes + staging, 4 * int(fields["depth_padded"])))
+        pixels = PIXELS_PER_STEP[triples]
+        scratch = ctx.scratch(max(blocks_bytes + staging, 2 * pixels * int(fields["depth_padded"])))
         if not direct:
             ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
         if fields["records"] == "NULL":
             ctx.take_path("DSP_GEMM_ARRAYS")
-        if fields.get("dual"):
+        if triples:
+            ctx.take_path("DSP_GEMM_TRIPLES")
+        if fields.get("dual"):  # (a triples layer's too: a row group's FULLY_CONNECTED sink runs it in pairs)
             ctx.take_path("DSP_GEMM_DUAL")
         elif fields["records"] != "NULL":
             ctx.take_path("DSP_GEMM_PLAIN")
@@ -757,6 +761,21 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
 
 # Output rows a band of a depthwise layer over channel planes (nn2c_dw_planes): its halo (two input rows read
 # again from scratch) and weight set-up spread over 4 rows; its scratch a few KB on vww_96_int8's layers.
+# The pixels a DSP convolution's step expands (nn2c_conv_s8_run): a pair, or a 1x1 layer's triple (nn2c_gemm_triple16)
+PIXELS_PER_STEP = {False: 2, True: 3}
+
+
+def _takes_triples(ctx: EmitContext) -> bool:
+    """Whether a 1x1 convolution of a dual filter (Arm DSP) runs over pixel triples (nn2c_gemm_triple16: a third
+    fewer output stages, 18 instructions per 24 MACs where a pair takes 13 per 16; 2 * depth_padded more bytes of
+    scratch): --optimize speed always, balanced where the arena allows the scratch (EmitContext.extra_scratch),
+    size never (its code)."""
+    if ctx.optimize == "balanced" and ctx.allows_extra_scratch():
+        ctx.take_extra_scratch()
+        return True
+    return ctx.optimize == "speed"
+
+
 DW_PLANE_BAND = 4
 # The narrowest output row the planes take: each channel's row costs some 45 instructions of set-up, which a row of
 # 12 outputs (108 MACs) about pays for (vww_96_int8 on the Cortex-M4, QEMU: its 12-wide layer 2% fewer instructions
