@@ -163,6 +163,21 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule; ad01_int8 2,560 more for all its
     pair tables, where a balanced build keeps the one of its 8-input layer, in the same 768-byte arena; a lone
     48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out)."""
+    chosen = _choose_extra_scratch(graph, name, options, step)
+    ctx = chosen[0].ctx
+    if options.optimize == "balanced" and ctx.took_triples and "DSP_GEMM_DUAL" in ctx.paths:
+        # some dual layer runs over pixel pairs (a 1x1 layer whose triples' scratch would raise the arena, a wider
+        # filter, a row group's FULLY_CONNECTED sink): the triples' code would come on top of the pairs' (about
+        # 600 bytes on the Cortex-M4, more than person_detect's code may take), so none runs over triples
+        step("planning again without pixel triples (the pixel pairs' dual code is in the build)")
+        return _plan_stages(graph, name, options, step,
+                            extra_scratch=frozenset(ctx.took_extra_scratch - ctx.took_triples))
+    return chosen
+
+
+def _choose_extra_scratch(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None]
+                          ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
+    """plan_stages' stages with the extra scratch its docstring keeps."""
     staged = _plan_stages(graph, name, options, step, extra_scratch=True)
     if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged

@@ -80,6 +80,9 @@ class EmitContext:
         # (compile.plan_stages keeps them only where the arena does not grow, or at --optimize speed)
         self.extra_scratch = extra_scratch
         self.took_extra_scratch: set[int] = set()
+        # of those, the 1x1 convolutions over pixel triples (codegen/ops/conv.py; compile.plan_stages drops them at
+        # balanced where the pixel pairs' dual code stays in the build beside theirs)
+        self.took_triples: set[int] = set()
         # lowerings pick kernel variants by the target's facts (nn2c.target): no SIMD on the host
         # (portable C99); Arm DSP (M4, M7) or Helium MVE (M55) kernels, bit-exact with the portable ones
         self.target: Target = get_target(target)
@@ -249,6 +252,12 @@ class EmitContext:
         """The node being lowered takes more scratch than its plain kernel would (took_extra_scratch)."""
         assert self._current is not None
         self.took_extra_scratch.add(id(self._current.node))
+
+    def take_triples(self) -> None:
+        """The node being lowered runs over pixel triples with their extra scratch (took_triples)."""
+        self.take_extra_scratch()
+        assert self._current is not None
+        self.took_triples.add(id(self._current.node))
 
     def variant(self, name: str) -> None:
         """The operator's kernel takes a path `name` that the cost model fits apart (NodeCode.variant)."""

@@ -1145,9 +1145,11 @@ typedef struct {
     int8_t *out;                   /* 3: pixel 0's outputs of that pair */
     int32_t off1, off2;            /* 4, 5: pixel 1's and 2's outputs from pixel 0's (one LDRD) */
     int8_t *out_end;               /* 6: pixel 0's outputs past the last pair */
-    const nn2c_simd_word_t *wp;    /* 7: the first pair's filter words */
+    uintptr_t entry;               /* 7: where the loop of four steps is entered (filled in by the assembly) */
+    const nn2c_simd_word_t *wp;    /* 8: the first pair's filter words */
+    int32_t half;                  /* 9: 1 where the block count is not a multiple of 4 (two steps first) */
 } nn2c_gemm_triple_frame_t;
-typedef char nn2c_gemm_triple_frame_check[offsetof(nn2c_gemm_triple_frame_t, wp) == 28 ? 1 : -1];
+typedef char nn2c_gemm_triple_frame_check[offsetof(nn2c_gemm_triple_frame_t, half) == 36 ? 1 : -1];
 
 /* A step of 4 of the depth: the filter words r8 r9 (A + 256 B) and their SXTB16 r10 r11 (A), each pixel's words
  * r12 lr, its sums A / A + 256 B in r0 r1, r2 r3, r4 r5 */
@@ -1176,16 +1178,24 @@ typedef char nn2c_gemm_triple_frame_check[offsetof(nn2c_gemm_triple_frame_t, wp)
 
 /* Every channel pair of a pixel triple, all in assembly with every register but sp and pc (the six sums r0-r5,
  * the pixels r6, the filter r7, its words r8-r11, a pixel's words r12 lr), the rest in a frame on the stack
- * (nn2c_gemm_triple_frame_t). Per channel pair, counted below: 39 instructions a loop of two steps, 57 outside
- * (the C of the same spent about 74, its values spilled around the loop). */
+ * (nn2c_gemm_triple_frame_t). Per channel pair, counted below: 75 instructions a loop of four steps (entered at its
+ * third where the block count is 2 mod 4: the address in the frame, one LDR to pc), 58 outside (the C of the same
+ * spent about 74, its values spilled around the loop). */
 __attribute__((naked, noinline)) static void nn2c_gemm_triple16_asm(
     __attribute__((unused)) const nn2c_gemm_triple_frame_t *frame) {
     __asm__ volatile(
-        "push   {r4-r11, lr}\n\t"
-        "sub    sp, sp, #28\n\t"
+        "push   {r3-r11, lr}\n\t" /* (r3 too: sp stays 8-byte aligned) */
+        "sub    sp, sp, #32\n\t"
         "ldm    r0, {r1-r7}\n\t"
         "stm    sp, {r1-r7}\n\t"
-        "ldr    r7, [r0, #28]\n"
+        "ldrd   r7, r1, [r0, #32]\n\t"
+        "adr    r2, 2f\n\t"
+        "adr    r3, 3f\n\t"
+        "cmp    r1, #0\n\t"
+        "it     ne\n\t"
+        "movne  r2, r3\n\t"
+        "orr    r2, r2, #1\n\t" /* (a Thumb address) */
+        "str    r2, [sp, #28]\n"
         "1:\n\t"
         "ldr    r12, [sp, #8]\n\t"
         "ldrd   r0, r1, [r12], #8\n\t" /* the pair's biases: A's, A's + 256 B's */
@@ -1194,8 +1204,12 @@ __attribute__((naked, noinline)) static void nn2c_gemm_triple16_asm(
         "mov    r3, r1\n\t"
         "mov    r4, r0\n\t"
         "mov    r5, r1\n\t"
-        "ldr    r6, [sp]\n"
+        "ldr    r6, [sp]\n\t"
+        "ldr    pc, [sp, #28]\n\t"
+        ".p2align 2\n" /* (ADR's targets) */
         "2:\n\t" NN2C_DSP_TRIPLE_STEP NN2C_DSP_TRIPLE_STEP /* (a dual filter's blocks come in pairs) */
+        ".p2align 2\n"
+        "3:\n\t" NN2C_DSP_TRIPLE_STEP NN2C_DSP_TRIPLE_STEP
         "ldr    r12, [sp, #4]\n\t"
         "cmp    r6, r12\n\t"
         "bne    2b\n\t"
@@ -1218,8 +1232,8 @@ __attribute__((naked, noinline)) static void nn2c_gemm_triple16_asm(
         "ldr    r6, [sp, #24]\n\t"
         "cmp    lr, r6\n\t"
         "bne    1b\n\t"
-        "add    sp, sp, #28\n\t"
-        "pop    {r4-r11, pc}\n\t");
+        "add    sp, sp, #32\n\t"
+        "pop    {r3-r11, pc}\n\t");
 }
 #undef NN2C_DSP_TRIPLE_PIXEL
 #undef NN2C_DSP_TRIPLE_STEP
@@ -1235,7 +1249,7 @@ static void nn2c_gemm_triple16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *
     const nn2c_simd_word_t *const x_end = px + 6 * (m->depth_padded >> 2);
 #if defined(NN2C_INLINE_ASM)
     const nn2c_gemm_triple_frame_t frame = {px, x_end, m->records, o0, (int32_t)(o1 - o0), (int32_t)(o2 - o0),
-                                            o0 + m->out_c, wp};
+                                            o0 + m->out_c, 0, wp, (m->depth_padded >> 3) & 1};
     nn2c_gemm_triple16_asm(&frame);
 #else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h): the same in C */
     const int32_t *rec = m->records;

@@ -592,9 +592,9 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
             ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
         if fields["records"] == "NULL":
             ctx.take_path("DSP_GEMM_ARRAYS")
-        if triples:
+        if triples:  # (a row group feeding a FULLY_CONNECTED runs it in pairs: codegen/stream.py takes DUAL then)
             ctx.take_path("DSP_GEMM_TRIPLES")
-        if fields.get("dual"):  # (a triples layer's too: a row group's FULLY_CONNECTED sink runs it in pairs)
+        elif fields.get("dual"):
             ctx.take_path("DSP_GEMM_DUAL")
         elif fields["records"] != "NULL":
             ctx.take_path("DSP_GEMM_PLAIN")
@@ -768,10 +768,10 @@ PIXELS_PER_STEP = {False: 2, True: 3}
 def _takes_triples(ctx: EmitContext) -> bool:
     """Whether a 1x1 convolution of a dual filter (Arm DSP) runs over pixel triples (nn2c_gemm_triple16: a third
     fewer output stages, 18 instructions per 24 MACs where a pair takes 13 per 16; 2 * depth_padded more bytes of
-    scratch): --optimize speed always, balanced where the arena allows the scratch (EmitContext.extra_scratch),
-    size never (its code)."""
+    scratch): --optimize speed always, balanced where the arena allows the scratch (EmitContext.extra_scratch)
+    and the pixel pairs' dual code is not built beside (compile.plan_stages), size never (its code)."""
     if ctx.optimize == "balanced" and ctx.allows_extra_scratch():
-        ctx.take_extra_scratch()
+        ctx.take_triples()
         return True
     return ctx.optimize == "speed"
 
