@@ -1087,19 +1087,19 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
     *rec = r;
 }
 
-/* The last channel of an odd count for both pixels of a pair (records padded to whole pairs: rec at the
- * pair's biases, the filter's block pairs at wp, the padding channel's words skipped): plain C, as it runs
- * once a pixel pair and only in pruned layers, where the pair's assembly inlined once more cost 350 bytes. */
-static void nn2c_dsp_pair_last_channel(const nn2c_simd_word_t *pair, int32_t blocks, const nn2c_simd_word_t *wp,
-                                       const int32_t *rec, int8_t *o0, int8_t *o1) {
-    int32_t s0 = rec[0], s1 = rec[0];
-    for (int32_t k = 0; k < 4 * blocks; k += 4, wp += 2) {
-        const int32_t we = __sxtb16(wp[0]), wo = nn2c_sxtb16_ror8(wp[0]);
-        s0 = __smlad(pair[k + 1], wo, __smlad(pair[k], we, s0));
-        s1 = __smlad(pair[k + 3], wo, __smlad(pair[k + 2], we, s1));
+/* The last channel of an odd count for the pixels of a pair or triple (`pixels` of them expanded at px, 2 * pixels
+ * words a block; records padded to whole pairs: rec at the pair's biases; the filter's last pair of channels at wp,
+ * the padding channel B zero: in the int8 layout its words skipped, in a dual filter's the halves A + 256 B are A's
+ * int16 themselves) into out[p], p < pixels: plain C, as it runs once a pixel pair or triple and only in pruned
+ * layers, where the pair's assembly inlined once more cost 350 bytes. */
+static void nn2c_dsp_last_channel(const nn2c_simd_word_t *px, int32_t pixels, int32_t blocks,
+                                  const nn2c_simd_word_t *wp, int dual, const int32_t *rec, int8_t *const out[3]) {
+    int32_t s[3] = {rec[0], rec[0], rec[0]};
+    for (int32_t k = 0; k < blocks; ++k, wp += 2, px += 2 * pixels) {
+        const int32_t we = dual ? wp[0] : __sxtb16(wp[0]), wo = dual ? wp[1] : nn2c_sxtb16_ror8(wp[0]);
+        for (int32_t q = 0; q < pixels; ++q) s[q] = __smlad(px[2 * q + 1], wo, __smlad(px[2 * q], we, s[q]));
     }
-    *o0 = (int8_t)nn2c_record_requant_doubled(2 * s0, rec + 2);
-    *o1 = (int8_t)nn2c_record_requant_doubled(2 * s1, rec + 2);
+    for (int32_t q = 0; q < pixels; ++q) *out[q] = (int8_t)nn2c_record_requant_doubled(2 * s[q], rec + 2);
 }
 
 /* The whole channel pairs of a pixel pair from records (nn2c_dsp_record2x2), each pixel's two outputs stored as
@@ -1249,11 +1249,13 @@ static void nn2c_gemm_triple16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *
     const nn2c_simd_word_t *const x_end = px + 6 * (m->depth_padded >> 2);
 #if defined(NN2C_INLINE_ASM)
     const nn2c_gemm_triple_frame_t frame = {px, x_end, m->records, o0, (int32_t)(o1 - o0), (int32_t)(o2 - o0),
-                                            o0 + m->out_c, 0, wp, (m->depth_padded >> 3) & 1};
-    nn2c_gemm_triple16_asm(&frame);
+                                            o0 + (m->out_c & ~1), 0, wp, (m->depth_padded >> 3) & 1};
+    if (m->out_c > 1) {
+        nn2c_gemm_triple16_asm(&frame);
+    }
 #else /* -O0, or NN2C_NO_INLINE_ASM (nn2c_common.h): the same in C */
     const int32_t *rec = m->records;
-    for (int8_t *const end = o0 + m->out_c; o0 != end; o0 += 2, o1 += 2, o2 += 2) {
+    for (int8_t *const end = o0 + (m->out_c & ~1); o0 != end; o0 += 2, o1 += 2, o2 += 2) {
         int32_t a0 = rec[0], b0 = rec[1], a1 = rec[0], b1 = rec[1], a2 = rec[0], b2 = rec[1];
         rec += 2;
         for (const nn2c_simd_word_t *x = px; x != x_end; x += 6, wp += 2) {
@@ -1331,12 +1333,18 @@ __attribute__((noinline)) static void nn2c_dsp_expand3(const int8_t *x0, const i
 static void nn2c_conv_s8_triples(const nn2c_gemm_s8_t *m, int32_t pixels, const int8_t *input,
                                  const int8_t *packed_filter, int8_t *output, nn2c_simd_word_t *px) {
     const int32_t depth = m->depth, out_c = m->out_c;
+    const nn2c_simd_word_t *const last_w =
+        (const nn2c_simd_word_t *)(const void *)(packed_filter + (out_c - 1) * m->depth_padded);
     for (int32_t q = 0; q < pixels; q += 3) {
         const int32_t last = NN2C_MIN(pixels - q, 3) - 1, mid = NN2C_MIN(last, 1);
         const int8_t *const x = input + q * depth;
         int8_t *const y = output + q * out_c;
         nn2c_dsp_expand3(x, x + mid * depth, x + last * depth, depth, px);
         nn2c_gemm_triple16(m, px, packed_filter, y, y + mid * out_c, y + last * out_c);
+        if (out_c & 1) { /* (a pruned layer's last channel: its pair padded, B zero) */
+            int8_t *const out[3] = {y + out_c - 1, y + (mid + 1) * out_c - 1, y + (last + 1) * out_c - 1};
+            nn2c_dsp_last_channel(px, 3, m->depth_padded >> 2, last_w, 1, m->records + 4 * (out_c - 1), out);
+        }
     }
 }
 #endif
@@ -1348,8 +1356,8 @@ static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_w
     const nn2c_simd_word_t *const x_end = pair + 4 * blocks;
     if (m->records) { /* (whole pairs: an odd count's last channel is nn2c_conv_s8_run's) */
 #if !defined(NN2C_OMIT_DSP_GEMM_DUAL) /* nn2c_config.h: some convolution's filter is dual */
-        if (m->dual) { /* (an even channel count) */
-            nn2c_dsp_pair_records(pair, x_end, blocks, &wp, m->records, o0, o1, m->out_c, 1);
+        if (m->dual) { /* (whole pairs: an odd count's last channel is nn2c_conv_s8_run's) */
+            nn2c_dsp_pair_records(pair, x_end, blocks, &wp, m->records, o0, o1, m->out_c & ~1, 1);
             *w = wp;
             return m->out_c;
         }
@@ -2577,8 +2585,8 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
             nn2c_dsp_expand(x + depth, depth, pair + 2);
             nn2c_gemm_pair16(m, pair, packed_filter, out, out + out_c, right);
             if (odd_records) {
-                nn2c_dsp_pair_last_channel(pair, m->depth_padded >> 2, last_w, last_rec, out + out_c - 1,
-                                           out + 2 * out_c - 1);
+                int8_t *const last[3] = {out + out_c - 1, out + 2 * out_c - 1, NULL};
+                nn2c_dsp_last_channel(pair, 2, m->depth_padded >> 2, last_w, m->dual, last_rec, last);
             }
         }
         if (pixels & 1) {
@@ -2613,8 +2621,8 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
                 if (pending) {
                     nn2c_gemm_pair16(m, pair, packed_filter, pending, out, right);
                     if (odd_records) { /* the last channel (a pruned layer's): not in the pair kernel's loop */
-                        nn2c_dsp_pair_last_channel(pair, m->depth_padded >> 2, last_w, last_rec, pending + m->out_c - 1,
-                                                   out + m->out_c - 1);
+                        int8_t *const last[3] = {pending + m->out_c - 1, out + m->out_c - 1, NULL};
+                        nn2c_dsp_last_channel(pair, 2, m->depth_padded >> 2, last_w, m->dual, last_rec, last);
                     }
                     nn2c_conv_feed(sink, q + 1, g->batches * g->out_h * g->out_w, g->out_c);
                     pending = NULL;

@@ -196,36 +196,44 @@ def pack_gemm_filter(rows: np.ndarray, group: int, block: int) -> np.ndarray:
 DUAL_LIMIT = 1 << 23
 
 
-def dual_fits(rows: np.ndarray, folded_bias: np.ndarray) -> bool:
+def dual_fits(rows: np.ndarray, folded_bias: np.ndarray, odd: bool = False) -> bool:
     """Whether an [out_c, depth] int8 filter can be stored dual (nn2c_gemm_s8_t.dual) with these folded biases:
-    whole pairs of channels (A, B); no input where A < 0 and B = -128 (B - 1 would not fit a byte); and for each
-    B, |bias| + 128 sum |B| < 2^23, so that 256 (bias + sum of B x input) is an exact int32 for any int8 input."""
+    whole pairs of channels (A, B), or an odd count where `odd` (the convolutions' kernels: the last pair's B a zero
+    channel, never stored); no input where A < 0 and B = -128 (B - 1 would not fit a byte); and for each B,
+    |bias| + 128 sum |B| < 2^23, so that 256 (bias + sum of B x input) is an exact int32 for any int8 input."""
     out_c = rows.shape[0]
-    if out_c % 2:
+    if out_c % 2 and not odd:
         return False
+    rows = _whole_pairs(rows)
     a, b = rows[0::2].astype(np.int64), rows[1::2].astype(np.int64)
     if np.any((a < 0) & (b == -128)):
         return False
-    bound = np.abs(np.asarray(folded_bias[:out_c], dtype=np.int64)[1::2]) + 128 * np.abs(b).sum(axis=1)
+    bound = np.abs(_whole_pairs(np.asarray(folded_bias[:out_c], dtype=np.int64))[1::2]) + 128 * np.abs(b).sum(axis=1)
     return bool(np.all(bound < DUAL_LIMIT))
 
 
-def takes_dual(ctx: EmitContext, rows: np.ndarray, folded_bias: np.ndarray) -> bool:
+def _whole_pairs(rows: np.ndarray) -> np.ndarray:
+    """rows (or per-channel values) with a zero channel appended to an odd count."""
+    return rows if rows.shape[0] % 2 == 0 else np.concatenate([rows, np.zeros_like(rows[:1])])
+
+
+def takes_dual(ctx: EmitContext, rows: np.ndarray, folded_bias: np.ndarray, odd: bool = False) -> bool:
     """Whether an Arm DSP matrix product whose kernel reads dual filters, and whose output stage is records (the
     caller's test: the doubled ones of a convolution, takes_records for a FULLY_CONNECTED), stores this [out_c,
-    depth] filter dual: dual_fits, and a block count of 4 inputs that is even or, padded to pairs, at least 5 (the
+    depth] filter dual: dual_fits (`odd`: as there), and a block count of 4 inputs that is even or, padded to pairs, at least 5 (the
     kernels' loops take two blocks a step, with no odd entry: a dual step is 13 instructions a block, the int8
     layout's 15 with 5 a channel pair for its odd entry, so the padding pays from 5 blocks on; at --optimize size
     only where it adds no flash)."""
     blocks = -(-rows.shape[1] // 4)
     return (simd_layout(ctx) == (2, 4) and (blocks % 2 == 0 or (blocks >= 5 and ctx.optimize != "size"))
-            and dual_fits(rows, folded_bias))
+            and dual_fits(rows, folded_bias, odd))
 
 
 def pack_dual_filter(rows: np.ndarray) -> np.ndarray:
-    """[out_c, depth] int8 (out_c even) -> the G = 2, KB = 4 blocks of a dual filter (nn2c_simd.h): per channel
-    pair and block of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian; the depth
-    zero-padded to a multiple of 8 (the kernels' loops take two blocks a step)."""
+    """[out_c, depth] int8 -> the G = 2, KB = 4 blocks of a dual filter (nn2c_simd.h): per channel pair and block
+    of 4 inputs the int16 halves A + 256 B of inputs 0, 2, 1, 3, little-endian (an odd count's last B a zero
+    channel); the depth zero-padded to a multiple of 8 (the kernels' loops take two blocks a step)."""
+    rows = _whole_pairs(rows)
     out_c, depth = rows.shape
     blocks = 2 * -(-depth // 8)
     padded = np.zeros((out_c, blocks * 4), dtype=np.int64)
@@ -315,12 +323,13 @@ def rounding_array(ctx: EmitContext, shifts: np.ndarray) -> str:
 
 def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_offset: int, real: list[float],
                 output_offset: int, act_min: int, act_max: int, records: bool = False,
-                dual: bool = False, doubled: bool = False) -> tuple[dict, str]:
+                dual: bool = False, doubled: bool = False, odd_dual: bool = False) -> tuple[dict, str]:
     """The nn2c_gemm_s8_t initializer and the packed filter of an int8 matrix product; `records`: the output
     stage as records where the kernel reads them (an Arm DSP convolution, or FULLY_CONNECTED of batch 1:
     nn2c_gemm_s8_t.records); `dual`: the kernel reads dual filters, the filter then dual where takes_dual says so
     (fields["dual"] 1); `doubled`: the kernel's records are doubled ones (the convolutions' pixel pairs:
-    nn2c_gemm_s8_t.doubled), where doubled_records_fit says so."""
+    nn2c_gemm_s8_t.doubled), where doubled_records_fit says so; `odd_dual`: an odd channel count may be dual (the
+    convolutions' kernels, dual_fits)."""
     layout = simd_layout(ctx)
     assert layout is not None
     group, block = layout
@@ -334,12 +343,12 @@ def gemm_fields(ctx: EmitContext, rows: np.ndarray, bias: Value | None, input_of
     else:
         records = records and group == 2 and takes_records(shifts, act_min, act_max)
     record_bias = folded
-    dual = dual and records and takes_dual(ctx, rows, folded)
+    dual = dual and records and takes_dual(ctx, rows, folded, odd_dual)
     if dual:
         packed = ctx.const_array(pack_dual_filter(rows), "int8_t",
                                  "filter, channel pairs as int16 halves A + 256 B, 2x4 blocks (dual)")
         # each pair's second bias word: A's + 256 B's, wrapping (the kernels read only its difference to A's)
-        both = np.asarray(folded[:out_c], dtype=np.int64)
+        both = _whole_pairs(np.asarray(folded[:out_c], dtype=np.int64))
         both[1::2] = both[0::2] + 256 * both[1::2]
         record_bias = ((both + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
     else:
@@ -566,7 +575,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
         return
     fields, packed = gemm_fields(ctx, rows, bias, -zero_point(x), real, zero_point(out), act_min, act_max,
                                  records=bool(ctx.target.conv_pair_int16), dual=bool(ctx.target.conv_pair_int16),
-                                 doubled=bool(ctx.target.conv_pair_int16))
+                                 doubled=bool(ctx.target.conv_pair_int16),
+                                 odd_dual=ctx.optimize != "size")  # (a zero channel more of flash)
     pointwise = (geom.filter_h == geom.filter_w == geom.stride_h == geom.stride_w == 1
                  and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w))
     triples = pointwise and bool(fields.get("dual")) and _takes_triples(ctx)
