@@ -3908,10 +3908,12 @@ static void nn2c_dw_plane_weights(const int16_t *w16, int32_t c, int32_t w[5]) {
 }
 
 /* The doubled sums of one output row of one channel, `pairs` output pairs, from the plane rows at x, pitch bytes
- * apart. Per pair and filter row
- * one word of 4 input bytes, SXTB16 to (x0, x2) and (x1, x3), and 4 multiplies: SMLAD by (w0, w2) for both
- * outputs, SMLAxy of the middle tap for each. In assembly 26 instructions a pair (18 MACs, 13 registers). */
-NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pairs, const int32_t w[5], int32_t *sums) {
+ * apart, each from the channel's doubled bias. Per pair and filter row one word of 4 input bytes, SXTB16 to (x0,
+ * x2) and (x1, x3), and 4 multiplies: SMLAD by (w0, w2) for both outputs (the first row's from the bias, which the
+ * output stage then need not add: 4 instructions fewer per 4 outputs), SMLAxy of the middle tap for each. In
+ * assembly 26 instructions a pair (18 MACs, 14 registers). */
+NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pairs, const int32_t w[5], int32_t bias,
+                                    int32_t *sums) {
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
     const int32_t *const end = sums + 2 * pairs;
     int32_t t0, t1, s0, s1;
@@ -3919,9 +3921,9 @@ NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pair
                      "ldr    %[t0], [%[x]]\n\t"
                      "sxtb16 %[t1], %[t0]\n\t"
                      "sxtb16 %[t0], %[t0], ror #8\n\t"
-                     "smuad  %[s0], %[t1], %[w0]\n\t"
+                     "smlad  %[s0], %[t1], %[w0], %[b]\n\t"
                      "smlabb %[s0], %[t0], %[v01], %[s0]\n\t"
-                     "smuad  %[s1], %[t0], %[w0]\n\t"
+                     "smlad  %[s1], %[t0], %[w0], %[b]\n\t"
                      "smlatb %[s1], %[t1], %[v01], %[s1]\n\t"
                      "ldr    %[t0], [%[x], %[pitch]]\n\t"
                      "sxtb16 %[t1], %[t0]\n\t"
@@ -3944,11 +3946,11 @@ NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pair
                      "bne    1b\n\t"
                      : [x] "+r"(x), [q] "+r"(sums), [t0] "=&r"(t0), [t1] "=&r"(t1), [s0] "=&r"(s0), [s1] "=&r"(s1)
                      : [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]), [v01] "r"(w[3]), [v2] "r"(w[4]),
-                       [pitch] "r"(pitch), [end] "r"(end)
+                       [pitch] "r"(pitch), [end] "r"(end), [b] "r"(bias)
                      : "cc", "memory");
 #else
     for (int32_t k = 0; k < pairs; ++k, x += 2, sums += 2) {
-        uint32_t s0 = 0, s1 = 0;
+        uint32_t s0 = (uint32_t)bias, s1 = (uint32_t)bias;
         for (int32_t r = 0; r < 3; ++r) {
             const int8_t *const v = x + r * pitch;
             const int32_t w0 = (int16_t)(uint16_t)(uint32_t)w[r], w2 = (int16_t)(uint16_t)((uint32_t)w[r] >> 16);
@@ -3963,24 +3965,23 @@ NN2C_INLINE void nn2c_dw_plane_sums(const int8_t *x, int32_t pitch, int32_t pair
 #endif
 }
 
-/* The sums of `rows` output rows of channel c (its plane rows from x; its filter from the int16 layout w16), row
- * after row from sums (not inlined: the sums' 13 registers are all there are). */
+/* The sums of `rows` output rows of channel c (its plane rows from x; its filter from the int16 layout w16; its
+ * doubled bias), row after row from sums (not inlined: the sums' 14 registers are all there are). */
 __attribute__((noinline)) static void nn2c_dw_plane_band_sums(const int8_t *x, int32_t pitch, int32_t pairs,
                                                               int32_t rows, const int16_t *w16, int32_t c,
-                                                              int32_t *sums) {
+                                                              int32_t bias, int32_t *sums) {
     int32_t w[5];
     nn2c_dw_plane_weights(w16, c, w);
     for (; rows > 0; --rows, x += pitch, sums += 2 * pairs) {
-        nn2c_dw_plane_sums(x, pitch, pairs, w, sums);
+        nn2c_dw_plane_sums(x, pitch, pairs, w, bias, sums);
     }
 }
 
-/* 4 quads outputs of one channel, C bytes apart from y, from their doubled sums plus the channel's doubled bias
- * and its doubled record r (m, 2^(r - 1) + offset 2^r, r: nn2c_record_requant_doubled), four at a time, their
- * sums in one LDM (fixed registers r0-r3, as its list must ascend): 29 instructions (two at a time took 34).
+/* 4 quads outputs of one channel, C bytes apart from y, from their doubled sums (the doubled bias in them) and the
+ * channel's doubled record r (m, 2^(r - 1) + offset 2^r, r: nn2c_record_requant_doubled), four at a time, their
+ * sums in one LDM (fixed registers r0-r3, as its list must ascend): 25 instructions (two at a time took 34).
  */
-NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, int32_t bias,
-                                                        const int32_t *r, int8_t *y, int32_t C) {
+NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, const int32_t *r, int8_t *y, int32_t C) {
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
     const int32_t *const end = sums + 4 * quads;
     register int32_t s0 __asm__("r0"), s1 __asm__("r1"), s2 __asm__("r2"), s3 __asm__("r3");
@@ -3992,10 +3993,6 @@ NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, int32_t b
     "ssat   %[" S "], #8, %[hi]\n\t"
     __asm__ volatile("1:\n\t"
                      "ldm    %[q]!, {%[s0], %[s1], %[s2], %[s3]}\n\t"
-                     "add    %[s0], %[s0], %[b]\n\t"
-                     "add    %[s1], %[s1], %[b]\n\t"
-                     "add    %[s2], %[s2], %[b]\n\t"
-                     "add    %[s3], %[s3], %[b]\n\t"
                      NN2C_DW_PLANE_RQ("s0") NN2C_DW_PLANE_RQ("s1") NN2C_DW_PLANE_RQ("s2") NN2C_DW_PLANE_RQ("s3")
                      "strb   %[s0], [%[y]]\n\t"
                      "strb   %[s1], [%[y], %[c]]\n\t"
@@ -4007,12 +4004,12 @@ NN2C_INLINE void nn2c_dw_plane_out(const int32_t *sums, int32_t quads, int32_t b
                      "bne    1b\n\t"
                      : [q] "+r"(sums), [y] "+r"(y), [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3),
                        [hi] "=&r"(hi)
-                     : [b] "r"(bias), [m] "r"(r[0]), [h] "r"(r[1]), [sh] "r"(r[2]), [c] "r"(C), [end] "r"(end)
+                     : [m] "r"(r[0]), [h] "r"(r[1]), [sh] "r"(r[2]), [c] "r"(C), [end] "r"(end)
                      : "cc", "memory");
 #undef NN2C_DW_PLANE_RQ
 #else
     for (int32_t k = 0; k < 4 * quads; ++k, y += C) {
-        *y = (int8_t)nn2c_record_requant_doubled((int32_t)((uint32_t)sums[k] + (uint32_t)bias), r);
+        *y = (int8_t)nn2c_record_requant_doubled(sums[k], r);
     }
 #endif
 }
@@ -4057,9 +4054,9 @@ __attribute__((noinline)) static void nn2c_dw_planes(const nn2c_dw_simd_params_t
         for (int32_t c = 0; c < C; ++c) {
             const int32_t *const group = records + 16 * (c / 4);
             int8_t *y = output + (intptr_t)y0 * row_step + c;
-            nn2c_dw_plane_band_sums(planes + c * plane_bytes, pitch, pairs, rows, w16, c, sums);
+            nn2c_dw_plane_band_sums(planes + c * plane_bytes, pitch, pairs, rows, w16, c, group[c & 3], sums);
             for (int32_t r = 0; r < rows; ++r, y += row_step) {
-                nn2c_dw_plane_out(sums + out_w * r, out_w / 4, group[c & 3], group + 4 + 3 * (c & 3), y, C);
+                nn2c_dw_plane_out(sums + out_w * r, out_w / 4, group + 4 + 3 * (c & 3), y, C);
             }
         }
     }
