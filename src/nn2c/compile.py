@@ -165,11 +165,11 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out)."""
     chosen = _choose_extra_scratch(graph, name, options, step)
     ctx = chosen[0].ctx
-    if options.optimize == "balanced" and ctx.took_triples and "DSP_GEMM_DUAL" in ctx.paths:
-        # some dual layer runs over pixel pairs (a 1x1 layer whose triples' scratch would raise the arena, a wider
+    if options.optimize == "balanced" and ctx.took_triples and "DSP_GEMM_PAIRS" in ctx.paths:
+        # some convolution runs over pixel pairs (a 1x1 layer whose triples' scratch would raise the arena, a wider
         # filter, a row group's FULLY_CONNECTED sink): the triples' code would come on top of the pairs' (about
         # 600 bytes on the Cortex-M4, more than person_detect's code may take), so none runs over triples
-        step("planning again without pixel triples (the pixel pairs' dual code is in the build)")
+        step("planning again without pixel triples (the pixel pairs' code is in the build)")
         return _plan_stages(graph, name, options, step,
                             extra_scratch=frozenset(ctx.took_extra_scratch - ctx.took_triples))
     return chosen

@@ -33,6 +33,10 @@ OPTIONAL_PATHS: dict[str, str] = {
     "DSP_FC_DUAL": "Arm DSP FULLY_CONNECTED as DSP_FC_GROUPS over a multiple of 4 channels whose filter is dual "
                    "(channel pairs as int16 halves A + 256 B: 3 instructions per 4 MACs instead of 4)",
     "DSP_GEMM_DUAL": "Arm DSP convolution over pixel pairs whose filter is dual (as DSP_FC_DUAL)",
+    "DSP_GEMM_PAIRS": "Arm DSP convolution over pixel pairs (every one but a 1x1 layer over pixel triples, and those "
+                      "too where a row group feeds a FULLY_CONNECTED)",
+    "DSP_GEMM_ODD": "Arm DSP convolution over pixel pairs or triples from records of an odd channel count (a "
+                    "pruned layer's): its last channel apart",
     "DSP_GEMM_TRIPLES": "Arm DSP 1x1 convolution over pixel triples whose filter is dual (--optimize speed, or "
                         "balanced where the arena allows)",
     "DSP_GEMM_PLAIN": "Arm DSP convolution over pixel pairs from records whose filter is not dual (an odd channel "
@@ -52,6 +56,8 @@ OPTIONAL_PATHS: dict[str, str] = {
                     "or balanced where the arena allows)",
     "SVDF_INPUT_OFFSET": "SVDF feature sums taking the input's zero point at run time (--optimize size: no folded "
                          "constant per filter)",
+    "DSP_CONV_ROWS8_3X9": "Arm DSP convolution over filter rows of 9 bytes (3x3 over 3 channels: an RGB model's first "
+                          "layer), 8 output channels at a time in assembly",
     "MVE_DW_ANY": "Helium depthwise in assembly beyond 3x3 filters over whole groups of 16 channels: 5x5 and 7x7 "
                   "windows, other tap counts, a last partial group",
 }

@@ -464,6 +464,7 @@ def group_code(group: RowGroup, ctx: EmitContext, tables: bool = False) -> NodeC
                     "acc", "w0", str(feed_pixels(op.output.type.shape[-1]))]
             inner.append(f"nn2c_conv_s8_simd_fc({', '.join(args)});")
             if op.params.fields.get("triples"):  # (fed to the sink a pixel pair at a time: the pairs' dual path)
+                ctx.take_path("DSP_GEMM_PAIRS")
                 ctx.take_path("DSP_GEMM_DUAL")
         else:
             inner.append(f"{op.function}({', '.join(args)});")

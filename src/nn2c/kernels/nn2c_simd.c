@@ -59,6 +59,9 @@ const uint8_t nn2c_kernel_path_dsp_gemm_plain = 1;
 #if !defined(NN2C_OMIT_DSP_GEMM_TRIPLES)
 const uint8_t nn2c_kernel_path_dsp_gemm_triples = 1;
 #endif
+#if !defined(NN2C_OMIT_DSP_GEMM_PAIRS)
+const uint8_t nn2c_kernel_path_dsp_gemm_pairs = 1;
+#endif
 #if !defined(NN2C_OMIT_DSP_CONV_ROWS_1)
 const uint8_t nn2c_kernel_path_dsp_conv_rows_1 = 1;
 #endif
@@ -85,6 +88,12 @@ const uint8_t nn2c_kernel_path_dsp_conv_rows_4_byte = 1;
 #endif
 #if !defined(NN2C_OMIT_MVE_DW_ANY)
 const uint8_t nn2c_kernel_path_mve_dw_any = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS8_3X9)
+const uint8_t nn2c_kernel_path_dsp_conv_rows8_3x9 = 1;
+#endif
+#if !defined(NN2C_OMIT_DSP_GEMM_ODD)
+const uint8_t nn2c_kernel_path_dsp_gemm_odd = 1;
 #endif
 
 /* --- shared helpers ---------------------------------------------------------------------------- */
@@ -908,10 +917,12 @@ NN2C_INLINE void nn2c_dsp_expand_pitch(const int8_t *src, int32_t n, nn2c_simd_w
     }
 }
 
+#if !defined(NN2C_OMIT_DSP_GEMM_PAIRS) /* nn2c_config.h: some convolution runs over pixel pairs */
 /* a pixel pair's layout: 4 words a block */
 static void nn2c_dsp_expand(const int8_t *src, int32_t n, nn2c_simd_word_t *dst) {
     nn2c_dsp_expand_pitch(src, n, dst, 4);
 }
+#endif
 
 /* Two expanded pixels x two channels per step: 6 words in (3 LDRD), 4 SXTB16, 8 SMLAD. The loop is
  * written in assembly because GCC 12 adds 4-5 register copies and pointer updates per step around
@@ -1092,6 +1103,7 @@ NN2C_INLINE void nn2c_dsp_record2x2(int32_t s0, int32_t s1, int32_t s2, int32_t 
  * the padding channel B zero: in the int8 layout its words skipped, in a dual filter's the halves A + 256 B are A's
  * int16 themselves) into out[p], p < pixels: plain C, as it runs once a pixel pair or triple and only in pruned
  * layers, where the pair's assembly inlined once more cost 350 bytes. */
+#if !defined(NN2C_OMIT_DSP_GEMM_ODD) /* nn2c_config.h: some convolution's channel count is odd */
 static void nn2c_dsp_last_channel(const nn2c_simd_word_t *px, int32_t pixels, int32_t blocks,
                                   const nn2c_simd_word_t *wp, int dual, const int32_t *rec, int8_t *const out[3]) {
     int32_t s[3] = {rec[0], rec[0], rec[0]};
@@ -1101,6 +1113,7 @@ static void nn2c_dsp_last_channel(const nn2c_simd_word_t *px, int32_t pixels, in
     }
     for (int32_t q = 0; q < pixels; ++q) *out[q] = (int8_t)nn2c_record_requant_doubled(2 * s[q], rec + 2);
 }
+#endif
 
 /* The whole channel pairs of a pixel pair from records (nn2c_dsp_record2x2), each pixel's two outputs stored as
  * one halfword; `dual` a constant of the caller (nn2c_gemm_s8_t.dual: the pair's second sum is A + 256 B, from
@@ -1335,20 +1348,24 @@ static void nn2c_conv_s8_triples(const nn2c_gemm_s8_t *m, int32_t pixels, const 
     const int32_t depth = m->depth, out_c = m->out_c;
     const nn2c_simd_word_t *const last_w =
         (const nn2c_simd_word_t *)(const void *)(packed_filter + (out_c - 1) * m->depth_padded);
+    (void)last_w; /* (nn2c_config.h: no odd channel count) */
     for (int32_t q = 0; q < pixels; q += 3) {
         const int32_t last = NN2C_MIN(pixels - q, 3) - 1, mid = NN2C_MIN(last, 1);
         const int8_t *const x = input + q * depth;
         int8_t *const y = output + q * out_c;
         nn2c_dsp_expand3(x, x + mid * depth, x + last * depth, depth, px);
         nn2c_gemm_triple16(m, px, packed_filter, y, y + mid * out_c, y + last * out_c);
+#if !defined(NN2C_OMIT_DSP_GEMM_ODD)
         if (out_c & 1) { /* (a pruned layer's last channel: its pair padded, B zero) */
             int8_t *const out[3] = {y + out_c - 1, y + (mid + 1) * out_c - 1, y + (last + 1) * out_c - 1};
             nn2c_dsp_last_channel(px, 3, m->depth_padded >> 2, last_w, 1, m->records + 4 * (out_c - 1), out);
         }
+#endif
     }
 }
 #endif
 
+#if !defined(NN2C_OMIT_DSP_GEMM_PAIRS)
 static int32_t nn2c_gemm_pair16_right(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pair,
                                       const nn2c_simd_word_t **w, int8_t *o0, int8_t *o1) {
     const int32_t blocks = m->depth_padded >> 2; /* >= 1 */
@@ -1483,6 +1500,7 @@ static void nn2c_gemm_one16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pai
 #endif
     }
 }
+#endif
 #endif
 
 #if defined(NN2C_SIMD_MVE)
@@ -2567,12 +2585,16 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     const nn2c_simd_word_t *const last_w =
         (const nn2c_simd_word_t *)(const void *)(packed_filter + (m->out_c - 1) * m->depth_padded);
     const int32_t *const last_rec = odd_records ? m->records + 4 * (m->out_c - 1) : NULL;
+    (void)odd_records, (void)last_w, (void)last_rec; /* (nn2c_config.h: no odd channel count) */
 #if !defined(NN2C_OMIT_DSP_GEMM_TRIPLES)
     if (p->triples && !sink) { /* (a 1x1 convolution whose filter is dual: codegen/ops/conv.py) */
         nn2c_conv_s8_triples(m, g->batches * g->out_h * g->out_w, input, packed_filter, output, pair);
         return;
     }
 #endif
+#if defined(NN2C_OMIT_DSP_GEMM_PAIRS) /* nn2c_config.h: every convolution of this model runs over triples */
+    (void)stage, (void)direct, (void)word_rows, (void)right, (void)last_w, (void)last_rec, (void)sink;
+#else
     if (p->pointwise && !sink) {
         /* 1x1, stride 1, no padding (a FULLY_CONNECTED sink takes the loop below): the pixels are consecutive rows
          * of depth bytes, each pair expanded straight from the image before either output is written (the in-place
@@ -2584,10 +2606,12 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
             nn2c_dsp_expand(x, depth, pair);
             nn2c_dsp_expand(x + depth, depth, pair + 2);
             nn2c_gemm_pair16(m, pair, packed_filter, out, out + out_c, right);
+#if !defined(NN2C_OMIT_DSP_GEMM_ODD)
             if (odd_records) {
                 int8_t *const last[3] = {out + out_c - 1, out + 2 * out_c - 1, NULL};
                 nn2c_dsp_last_channel(pair, 2, m->depth_padded >> 2, last_w, m->dual, last_rec, last);
             }
+#endif
         }
         if (pixels & 1) {
             nn2c_dsp_expand(x, depth, pair);
@@ -2620,10 +2644,12 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
                 }
                 if (pending) {
                     nn2c_gemm_pair16(m, pair, packed_filter, pending, out, right);
+#if !defined(NN2C_OMIT_DSP_GEMM_ODD)
                     if (odd_records) { /* the last channel (a pruned layer's): not in the pair kernel's loop */
                         int8_t *const last[3] = {pending + m->out_c - 1, out + m->out_c - 1, NULL};
                         nn2c_dsp_last_channel(pair, 2, m->depth_padded >> 2, last_w, m->dual, last_rec, last);
                     }
+#endif
                     nn2c_conv_feed(sink, q + 1, g->batches * g->out_h * g->out_w, g->out_c);
                     pending = NULL;
                 } else {
@@ -2636,6 +2662,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
         nn2c_gemm_one16(m, pair, packed_filter, pending);
         nn2c_conv_feed(sink, g->batches * g->out_h * g->out_w, g->batches * g->out_h * g->out_w, g->out_c);
     }
+#endif
 }
 #else
 NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t *input, const int8_t *packed_filter,
@@ -4396,12 +4423,136 @@ NN2C_INLINE void nn2c_conv_rows_run_shape(const int32_t *records, const int8_t *
     }
 }
 
+#if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM) && !defined(NN2C_OMIT_DSP_CONV_ROWS8_3X9)
+/* --- 3x3 windows over 3 channels (rows of 9 bytes: two words and a byte), 8 output channels at a time ------------
+ * What nn2c_conv_rows8_3x9_asm copies onto its stack (its offsets there are the words' here). */
+typedef struct {
+    const int8_t *x;        /* 0: the window's first filter row */
+    int32_t step;           /* 4: bytes to the next window */
+    int32_t count;          /* 8: windows left */
+    int32_t stride;         /* 12: bytes from a filter row to the next */
+    const int32_t *records; /* 16: the first group of 4 channels' records */
+    const int16_t *filter;  /* 20 */
+    int8_t *out;            /* 24: the next outputs */
+    int32_t out_c;          /* 28 (a multiple of 8); words 8 and 9 the assembly's: the window's outputs' end, the
+                             * next group's records */
+} nn2c_conv_rows8_frame_t;
+typedef char nn2c_conv_rows8_frame_check[offsetof(nn2c_conv_rows8_frame_t, out_c) == 28 ? 1 : -1];
+
+/* A word of a filter row (at OFF from the row in r12) for 8 channels: its SXTB16 halves r9 / r8, per channel
+ * (sums r0-r7) one LDRD of its int16 weights (r10 r11) and 2 SMLAD; the second group of 4's weights 216 bytes on
+ * (a group's filter: 3 rows of 72 bytes), read before the first group's post-increment */
+#define NN2C_ROWS8_MAC(S, ADDR) \
+    "ldrd   r10, r11, " ADDR "\n\t" \
+    "smlad  " S ", r9, r10, " S "\n\t" \
+    "smlad  " S ", r8, r11, " S "\n\t"
+#define NN2C_ROWS8_WORD(OFF) \
+    "ldr    r8, [r12, #" OFF "]\n\t" \
+    "sxtb16 r9, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    NN2C_ROWS8_MAC("r4", "[lr, #216]") NN2C_ROWS8_MAC("r5", "[lr, #224]") NN2C_ROWS8_MAC("r6", "[lr, #232]") \
+    NN2C_ROWS8_MAC("r7", "[lr, #240]") NN2C_ROWS8_MAC("r0", "[lr], #8") NN2C_ROWS8_MAC("r1", "[lr], #8") \
+    NN2C_ROWS8_MAC("r2", "[lr], #8") NN2C_ROWS8_MAC("r3", "[lr], #8")
+/* the row's ninth byte: the 4 channels' weights in order (nn2c_conv_rows_params_t.row_tail) */
+#define NN2C_ROWS8_BYTE(A, B, C, D, ADDR) \
+    "ldrd   r10, r11, " ADDR "\n\t" \
+    "smlabb " A ", r8, r10, " A "\n\t" \
+    "smlabt " B ", r8, r10, " B "\n\t" \
+    "smlabb " C ", r8, r11, " C "\n\t" \
+    "smlabt " D ", r8, r11, " D "\n\t"
+#define NN2C_ROWS8_ROW \
+    NN2C_ROWS8_WORD("0") NN2C_ROWS8_WORD("4") \
+    "ldrsb  r8, [r12, #8]\n\t" \
+    NN2C_ROWS8_BYTE("r4", "r5", "r6", "r7", "[lr, #216]") NN2C_ROWS8_BYTE("r0", "r1", "r2", "r3", "[lr], #8")
+/* a channel's output from its doubled sum S (in place): its record's m r8, h r9, r r10 */
+#define NN2C_ROWS8_RQ(S) \
+    "ldm    r12!, {r8-r10}\n\t" \
+    "add    r11, r9, " S ", asr #31\n\t" \
+    "smmlar r11, " S ", r8, r11\n\t" \
+    "asr    r11, r11, r10\n\t" \
+    "ssat   " S ", #8, r11\n\t"
+
+/* nn2c_conv_rows_run's windows of 3 rows of 9 bytes (a 3x3 filter over 3 channels: the first layer of an RGB
+ * model), all in assembly with every register but sp and pc (the 8 sums r0-r7, the input word and its halves
+ * r8 r9, the weights r10 r11, the row r12, the filter lr), the rest in a frame on the stack; the three rows
+ * unrolled. Per window and 8 channels, counted below: 204 instructions for the rows, 51 for the output stage and
+ * the loops (two groups of 4 through the row loop took some 300). */
+__attribute__((naked, noinline)) static void nn2c_conv_rows8_3x9_asm(
+    __attribute__((unused)) const nn2c_conv_rows8_frame_t *frame) {
+    __asm__ volatile(
+        "push   {r3-r11, lr}\n\t" /* (r3 too: sp stays 8-byte aligned) */
+        "sub    sp, sp, #40\n\t"
+        "ldm    r0, {r1-r8}\n\t"
+        "stm    sp, {r1-r8}\n"
+        "1:\n\t"
+        "ldrd   r8, r9, [sp, #24]\n\t"
+        "add    r9, r8, r9\n\t"
+        "ldr    r12, [sp, #16]\n\t"
+        "strd   r9, r12, [sp, #32]\n\t"
+        "ldr    lr, [sp, #20]\n"
+        "2:\n\t"
+        "ldr    r12, [sp, #36]\n\t"
+        "ldm    r12, {r0-r3}\n\t"
+        "add    r12, r12, #64\n\t"
+        "ldm    r12, {r4-r7}\n\t"
+        "ldr    r12, [sp]\n\t"
+        NN2C_ROWS8_ROW
+        "ldr    r8, [sp, #12]\n\t"
+        "add    r12, r12, r8\n\t"
+        NN2C_ROWS8_ROW
+        "ldr    r8, [sp, #12]\n\t"
+        "add    r12, r12, r8\n\t"
+        NN2C_ROWS8_ROW
+        "add    lr, lr, #216\n\t" /* (past the second group of 4's filter) */
+        "ldr    r12, [sp, #36]\n\t"
+        "add    r12, r12, #16\n\t"
+        NN2C_ROWS8_RQ("r0") NN2C_ROWS8_RQ("r1") NN2C_ROWS8_RQ("r2") NN2C_ROWS8_RQ("r3")
+        "add    r12, r12, #16\n\t"
+        NN2C_ROWS8_RQ("r4") NN2C_ROWS8_RQ("r5") NN2C_ROWS8_RQ("r6") NN2C_ROWS8_RQ("r7")
+        "str    r12, [sp, #36]\n\t"
+        "bfi    r0, r1, #8, #8\n\t"
+        "bfi    r0, r2, #16, #8\n\t"
+        "bfi    r0, r3, #24, #8\n\t"
+        "bfi    r4, r5, #8, #8\n\t"
+        "bfi    r4, r6, #16, #8\n\t"
+        "bfi    r4, r7, #24, #8\n\t"
+        "ldr    r8, [sp, #24]\n\t"
+        "str    r0, [r8], #4\n\t"
+        "str    r4, [r8], #4\n\t"
+        "str    r8, [sp, #24]\n\t"
+        "ldr    r9, [sp, #32]\n\t"
+        "cmp    r8, r9\n\t"
+        "bne    2b\n\t"
+        "ldrd   r12, r9, [sp]\n\t"
+        "add    r12, r12, r9\n\t"
+        "str    r12, [sp]\n\t"
+        "ldr    r9, [sp, #8]\n\t"
+        "subs   r9, r9, #1\n\t"
+        "str    r9, [sp, #8]\n\t"
+        "bne    1b\n\t"
+        "add    sp, sp, #40\n\t"
+        "pop    {r3-r11, pc}\n\t");
+}
+#undef NN2C_ROWS8_MAC
+#undef NN2C_ROWS8_WORD
+#undef NN2C_ROWS8_BYTE
+#undef NN2C_ROWS8_ROW
+#undef NN2C_ROWS8_RQ
+#endif
+
 __attribute__((noinline)) static void nn2c_conv_rows_run(const int32_t *records, const int8_t *x, int32_t step,
                                                          int32_t count, int32_t stride, int32_t rows, int32_t shape,
                                                          const int16_t *filter, int8_t *out, int32_t out_c) {
 #if defined(NN2C_SIMD_DSP) && defined(NN2C_INLINE_ASM)
     (void)records, (void)x, (void)step, (void)count, (void)stride, (void)rows, (void)filter, (void)out, (void)out_c;
     /* (nn2c_config.h may leave out every shape) */
+#if !defined(NN2C_OMIT_DSP_CONV_ROWS8_3X9)
+    if (shape == 7 && rows == 3 && (out_c & 7) == 0) { /* 3x3 over 3 channels: 8 channels at a time */
+        const nn2c_conv_rows8_frame_t frame = {x, step, count, stride, records, filter, out, out_c};
+        nn2c_conv_rows8_3x9_asm(&frame);
+        return;
+    }
+#endif
 #define NN2C_CONV_ROWS_RUN(SHAPE, WORDS) \
     case SHAPE: nn2c_conv_rows_run_shape(records, x, step, count, stride, rows, SHAPE, filter, out, out_c); break;
     switch (shape) { /* (the shapes nn2c_config.h keeps: nn2c_conv_rows_sums' cases) */

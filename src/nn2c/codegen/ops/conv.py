@@ -602,12 +602,16 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
             ctx.take_path("DSP_EXPAND_WINDOW" if word_rows else "DSP_IM2COL")
         if fields["records"] == "NULL":
             ctx.take_path("DSP_GEMM_ARRAYS")
-        if triples:  # (a row group feeding a FULLY_CONNECTED runs it in pairs: codegen/stream.py takes DUAL then)
+        elif geom.out_c % 2:
+            ctx.take_path("DSP_GEMM_ODD")
+        if triples:  # (a row group feeding a FULLY_CONNECTED runs it in pairs: codegen/stream.py takes those then)
             ctx.take_path("DSP_GEMM_TRIPLES")
-        elif fields.get("dual"):
-            ctx.take_path("DSP_GEMM_DUAL")
-        elif fields["records"] != "NULL":
-            ctx.take_path("DSP_GEMM_PLAIN")
+        else:
+            ctx.take_path("DSP_GEMM_PAIRS")
+            if fields.get("dual"):
+                ctx.take_path("DSP_GEMM_DUAL")
+            elif fields["records"] != "NULL":
+                ctx.take_path("DSP_GEMM_PLAIN")
     else:
         scratch = ctx.scratch(2 * depth)
     ctx.call("nn2c_conv_s8_simd", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
@@ -686,7 +690,10 @@ def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bia
         "records": records,
     })
     scratch = ctx.scratch(geom.filter_h * 4 * blocks)
-    ctx.take_path(f"DSP_CONV_ROWS_{blocks}" + ("_BYTE" if tail else ""))
+    if (blocks, tail, geom.filter_h) == (3, 1, 3) and geom.out_c % 8 == 0:
+        ctx.take_path("DSP_CONV_ROWS8_3X9")  # (a 3x3 filter over 3 channels: 8 channels at a time)
+    else:
+        ctx.take_path(f"DSP_CONV_ROWS_{blocks}" + ("_BYTE" if tail else ""))
     ctx.call("nn2c_conv_s8_rows", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
     return True
 
