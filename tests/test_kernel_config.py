@@ -55,33 +55,36 @@ def test_real_models_keep_the_paths_their_layers_take():
     # kws_ref_model on the M4: every depthwise layer and convolution reads records; its first
     # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
     # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop); every
-    # convolution's filter is dual
+    # convolution's filter is dual, over pixel pairs (the first one's: balanced leaves the 1x1 layers' triples out
+    # with them)
     # (its AVERAGE_POOL_2D: 64 channels, whole groups of 4, in SIMD lanes)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT16"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT16"}
     # at --optimize size its depthwise filters are int8 (DSP_DW_INT8 instead of DSP_DW_INT16)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4", "size")) == set(OPTIONAL_PATHS) - {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT8"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT8"}
     # ad01_int8: FULLY_CONNECTED layers of batch 1 from records, of 128 and 640 channels (the groups' loop), all
     # dual filters
     assert _omitted(_config("mlcommons_tiny/ad01_int8.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
         "DSP_FC_DUAL"}
     # person_detect: every depthwise layer from doubled records, a shift of -1 included (its convolution of 255
-    # channels, odd, reads records padded to whole pairs, not dual; the others are dual) and a 3x3 first
-    # convolution over 1 channel (narrow rows of one word, read from the image); its AVERAGE_POOL_2D over 255
-    # channels is not whole groups of 4, byte by byte
+    # channels, odd, dual too, its last channel apart) and a 3x3 first convolution over 1 channel (narrow rows of
+    # one word, read from the image); some 1x1 layers' triples would raise the arena, so balanced runs them all
+    # over pixel pairs; its AVERAGE_POOL_2D over 255 channels is not whole groups of 4, byte by byte
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_CONV_ROWS_1", "DSP_GEMM_DUAL", "DSP_GEMM_PLAIN", "DSP_DW_INT16"}
+        "DSP_CONV_ROWS_1", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "DSP_GEMM_ODD", "DSP_DW_INT16"}
     # hello_world_int8's last FULLY_CONNECTED runs sparse (16 inputs, one output), one row: no four-row loops
     assert "SPARSE_ROWS4" in _omitted(_config("tflite_micro/hello_world_int8.tflite", "cortex-m4"))
     # keyword_scrambled_8bit's SVDFs take their input's zero point at run time at --optimize size only
     scrambled = "tflite_micro/keyword_scrambled_8bit.tflite"
     assert "SVDF_INPUT_OFFSET" in _omitted(_config(scrambled, "cortex-m4"))
     assert "SVDF_INPUT_OFFSET" not in _omitted(_config(scrambled, "cortex-m55", "size"))
-    # vww_96_int8: its first convolution is 3x3 over 3 channels (rows of 9 bytes: 2 words and a byte); its pruned
-    # depthwise layers (22 channels, ...) end in a partial group of 4
+    # vww_96_int8: its first convolution is 3x3 over 3 channels to 8 (rows of 9 bytes: 2 words and a byte, 8
+    # channels at a time); its pruned depthwise layers (22 channels, ...) end in a partial group of 4; every other
+    # convolution is 1x1 over pixel triples (some of an odd channel count), so the pairs' code is left out
     vww = _omitted(_config("mlcommons_tiny/vww_96_int8.tflite", "cortex-m4"))
-    assert "DSP_CONV_ROWS_3_BYTE" not in vww and "DSP_DW_PARTIAL" not in vww
+    assert "DSP_CONV_ROWS8_3X9" not in vww and "DSP_CONV_ROWS_3_BYTE" in vww and "DSP_DW_PARTIAL" not in vww
+    assert "DSP_GEMM_TRIPLES" not in vww and "DSP_GEMM_ODD" not in vww and "DSP_GEMM_PAIRS" in vww
     # on the M55: kws's depthwise layers are 3x3 over 64 channels (the assembly's base case); tinyengine/vww's
     # have 5x5 and 7x7 filters and pruned channel counts (14, 47, ...)
     assert "MVE_DW_ANY" in _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m55"))

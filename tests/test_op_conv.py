@@ -480,10 +480,11 @@ def test_cortex_m_kernels_in_qemu(tmp_path: Path, target: str):
               .reshape(-1, 16) for v in group[[6, 9, 12, 15]]}
     assert (1 in shifts) == (target == "cortex-m4") and (target == "cortex-m55") == (not doubled), shifts
     assert ("nn2c_conv_s8_rows" in calls) == (target == "cortex-m4"), calls
-    # dual filters (nn2c_gemm_s8_t.dual): the even channel counts with records but the one with weights of -128
-    # and the 3x3 filter over one channel (3 blocks of 4, too few to pad to pairs); two with an odd block count
-    # padded (7 and 19 blocks), one over an odd pixel count (3x3 pixels: nn2c_gemm_one16)
-    assert weights.count("(dual)") == (0 if target == "cortex-m55" else 3)
+    # dual filters (nn2c_gemm_s8_t.dual): the channel counts with records, odd ones too (a zero channel B, never
+    # stored: the last channel apart), but the one with weights of -128 and the 3x3 filter over one channel (3
+    # blocks of 4, too few to pad to pairs); some with an odd block count padded (7 and 19 blocks), one over an odd
+    # pixel count (3x3 pixels: nn2c_gemm_one16)
+    assert weights.count("(dual)") == (0 if target == "cortex-m55" else 7)
 
 
 
@@ -502,7 +503,8 @@ POINTWISE_CASES = [
 def test_pointwise_pixel_pairs_in_qemu(tmp_path: Path):
     """The Arm DSP's 1x1 convolutions over consecutive pixel pairs, bit-exact with TFLM in QEMU on inputs at -128
     and 127 and at random: odd pixel counts (the last pixel alone), a depth of whole words and not, an odd channel
-    count, two batches, dual and plain records."""
+    count (its filter dual too, the last channel apart), two batches, dual and plain records (the plain layer's
+    pairs keep the others off pixel triples at balanced)."""
     from nn2c.targets import cortexm_bench
     from nn2c.targets.cortexm_bench import bench_model
     from nn2c.targets.cortexm_build import missing_tools
@@ -516,7 +518,7 @@ def test_pointwise_pixel_pairs_in_qemu(tmp_path: Path):
     path.write_bytes(_quantized_model([(c, False) for c in POINTWISE_CASES], "int8", 9))
     source = compile_model(path, CompileOptions(target="cortex-m4")).files["model.c"]
     assert source.count(".pointwise = 1") == 4 and ".records = NULL" not in source, source
-    assert source.count(".dual = 1") == 2, source
+    assert source.count(".dual = 1") == 3 and ".triples = 1" not in source, source
     records = extreme_records(compile_model(path, CompileOptions(target="cortex-m4")).graph)
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(cortexm_bench, "random_records",

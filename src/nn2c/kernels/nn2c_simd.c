@@ -1451,7 +1451,7 @@ static void nn2c_gemm_pair16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *pa
 }
 #endif
 
-#if defined(NN2C_SIMD_DSP)
+#if defined(NN2C_SIMD_DSP) && !defined(NN2C_OMIT_DSP_GEMM_PAIRS)
 /* One expanded pixel (slots 0 and 1 of each 4-word block) x two channels per block: the odd last
  * pixel of a call. 10 instructions per 8 MACs against the pair kernel's 16 per 16, but half the work
  * of pairing the pixel with itself (row groups call the kernel once per row: odd rows are common). */
@@ -2593,7 +2593,7 @@ NN2C_INLINE void nn2c_conv_s8_run(const nn2c_conv_simd_params_t *p, const int8_t
     }
 #endif
 #if defined(NN2C_OMIT_DSP_GEMM_PAIRS) /* nn2c_config.h: every convolution of this model runs over triples */
-    (void)stage, (void)direct, (void)word_rows, (void)right, (void)last_w, (void)last_rec, (void)sink;
+    (void)stage, (void)direct, (void)word_rows, (void)right, (void)sink, (void)input, (void)output, (void)pair;
 #else
     if (p->pointwise && !sink) {
         /* 1x1, stride 1, no padding (a FULLY_CONNECTED sink takes the loop below): the pixels are consecutive rows

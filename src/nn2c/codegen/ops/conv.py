@@ -606,6 +606,7 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
             ctx.take_path("DSP_GEMM_ODD")
         if triples:  # (a row group feeding a FULLY_CONNECTED runs it in pairs: codegen/stream.py takes those then)
             ctx.take_path("DSP_GEMM_TRIPLES")
+            ctx.variant("triples")
         else:
             ctx.take_path("DSP_GEMM_PAIRS")
             if fields.get("dual"):
@@ -692,6 +693,7 @@ def _conv_rows(ctx: EmitContext, geom: Geometry, x: Value, rows: np.ndarray, bia
     scratch = ctx.scratch(geom.filter_h * 4 * blocks)
     if (blocks, tail, geom.filter_h) == (3, 1, 3) and geom.out_c % 8 == 0:
         ctx.take_path("DSP_CONV_ROWS8_3X9")  # (a 3x3 filter over 3 channels: 8 channels at a time)
+        ctx.variant("rows8")
     else:
         ctx.take_path(f"DSP_CONV_ROWS_{blocks}" + ("_BYTE" if tail else ""))
     ctx.call("nn2c_conv_s8_rows", params, ctx.ptr(x), packed, ctx.ptr(out), scratch)
