@@ -147,14 +147,17 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
         "TFLM + CMSIS-NN columns: shared/docs/baseline-cortexm.md (tflite-micro 90b983c, CMSIS-NN 4ab83cc, same "
         "compiler, QEMU and counting method). Ratio = nn2c / TFLM+CMSIS-NN (below 1 = nn2c needs fewer "
         "instructions). Flash code = the model's code and parameter structs (NAME.c + kernels) after "
-        "--gc-sections on Cortex-M4, without libc helpers (memcpy/memset/libm, shared with the harness); "
+        "--gc-sections on Cortex-M4, without libc helpers (memcpy/memset/libm, shared with the harness), split "
+        "into its instructions (.text) and its read-only data (the layers' parameter structs and tables: what "
+        "TFLM reads from the flatbuffer instead); "
         "TFLM code = its runtime, kernels, CMSIS-NN and libc, without the model. Weights = NAME_weights.c "
         "(re-laid-out filters, folded biases, per-channel constants); RAM = .data + .bss of the model (arena + "
         "state) on Cortex-M4.",
         "",
         "| model | MACs | M4 instructions | M4 instr/MAC | M55 instructions | M55 instr/MAC | flash code | "
-        "flash weights | RAM | TFLM+CMSIS-NN M4 / M55 | ratio M4 / M55 | TFLM+CMSIS-NN code |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "of which instructions / parameters | flash weights | RAM | TFLM+CMSIS-NN M4 / M55 | ratio M4 / M55 | "
+        "TFLM+CMSIS-NN code |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     skipped = []
     large: list[str] = []
@@ -178,7 +181,8 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
                     ratios[target].append(q)
         lines.append(" | ".join([
             f"| {row['model']}", _n(any_run.macs), _n(i4), _n(r4.instructions_per_mac if r4 else None, 2),
-            _n(i55), _n(r55.instructions_per_mac if r55 else None, 2), _n(fp.flash_code), _n(fp.flash_weights),
+            _n(i55), _n(r55.instructions_per_mac if r55 else None, 2), _n(fp.flash_code),
+            f"{_n(fp.flash_code - fp.flash_code_data)} / {_n(fp.flash_code_data)}", _n(fp.flash_weights),
             _n(fp.ram_model), f"{_n(base[0])} / {_n(base[1])}", f"{_n(q4, 2)} / {_n(q55, 2)}",
             _n(base[3]) + " |",
         ]))
