@@ -664,6 +664,13 @@ NN2C_INLINE void nn2c_dsp_row1_dot(const int8_t *a0, int32_t blocks, int32_t tai
     "asr    %[" HI "], %[" HI "], %[sh]\n\t" \
     "ssat   %[" S "], #8, %[" HI "]\n\t"
 #define NN2C_DSP_DOUBLED_RQ(S) "ldm    %[r]!, {%[m], %[h], %[sh]}\n\t" NN2C_DSP_DOUBLED_OUT(S, "h")
+/* NN2C_DSP_DOUBLED_OUT in the naked assembly functions' fixed registers: an output from its doubled sum S (in
+ * place), its record's m r8, h r9, r r10, r11 the high word (nn2c_record_requant_doubled) */
+#define NN2C_DSP_R8_RQ(S) \
+    "add    r11, r9, " S ", asr #31\n\t" \
+    "smmlar r11, " S ", r8, r11\n\t" \
+    "asr    r11, r11, r10\n\t" \
+    "ssat   " S ", #8, r11\n\t"
 /* The sums s0-s3 from four records at r, packed into s0's bytes, the lowest channel in the lowest byte; MID
  * runs between the second and the third (a FULLY_CONNECTED's second channel pair begins with its biases). */
 #define NN2C_DSP_RECORD4(MID) \
@@ -1182,18 +1189,14 @@ typedef char nn2c_gemm_triple_frame_check[offsetof(nn2c_gemm_triple_frame_t, hal
     "sub    " AB ", " AB ", " A "\n\t" \
     "asr    " AB ", " AB ", #7\n\t" \
     "lsl    " A ", " A ", #1\n\t"
-/* an output from its doubled sum S (in place): m r8, h r9, r r10 (nn2c_record_requant_doubled) */
-#define NN2C_DSP_TRIPLE_RQ(S) \
-    "add    r11, r9, " S ", asr #31\n\t" \
-    "smmlar r11, " S ", r8, r11\n\t" \
-    "asr    r11, r11, r10\n\t" \
-    "ssat   " S ", #8, r11\n\t"
+#define NN2C_DSP_TRIPLE_RQ NN2C_DSP_R8_RQ
 
 /* Every channel pair of a pixel triple, all in assembly with every register but sp and pc (the six sums r0-r5,
  * the pixels r6, the filter r7, its words r8-r11, a pixel's words r12 lr), the rest in a frame on the stack
  * (nn2c_gemm_triple_frame_t). Per channel pair, counted below: 75 instructions a loop of four steps (entered at its
- * third where the block count is 2 mod 4: the address in the frame, one LDR to pc), 58 outside (the C of the same
- * spent about 74, its values spilled around the loop). */
+ * third where the block count is 2 mod 4: the address in the frame, one LDR to pc), 58 outside. In C around an
+ * assembly loop of the sums, GCC spilled the pointers around it: vww_96_int8 took 6,339,184 instructions on the
+ * Cortex-M4 against 6,210,227 with this (QEMU, before the four-step loop). */
 __attribute__((naked, noinline)) static void nn2c_gemm_triple16_asm(
     __attribute__((unused)) const nn2c_gemm_triple_frame_t *frame) {
     __asm__ volatile(
@@ -1297,7 +1300,8 @@ static void nn2c_gemm_triple16(const nn2c_gemm_s8_t *m, const nn2c_simd_word_t *
 
 /* The n bytes of three pixels (at x0, x1, x2) expanded into a pixel triple's blocks from px (pixel p's even / odd
  * int16 pairs at px[6 k + 2 p], px[6 k + 2 p + 1]; a partial last word zero-filled). In assembly 14 instructions a
- * block for the three (three calls of nn2c_dsp_expand_pitch took 15 and some 30 a pixel more). */
+ * block for the three (a call of nn2c_dsp_expand_pitch per pixel: vww_96_int8 took 44,908 more instructions on the
+ * Cortex-M4, QEMU). */
 __attribute__((noinline)) static void nn2c_dsp_expand3(const int8_t *x0, const int8_t *x1, const int8_t *x2,
                                                        int32_t n, nn2c_simd_word_t *px) {
 #if defined(NN2C_INLINE_ASM)
@@ -4464,19 +4468,15 @@ typedef char nn2c_conv_rows8_frame_check[offsetof(nn2c_conv_rows8_frame_t, out_c
     NN2C_ROWS8_WORD("0") NN2C_ROWS8_WORD("4") \
     "ldrsb  r8, [r12, #8]\n\t" \
     NN2C_ROWS8_BYTE("r4", "r5", "r6", "r7", "[lr, #216]") NN2C_ROWS8_BYTE("r0", "r1", "r2", "r3", "[lr], #8")
-/* a channel's output from its doubled sum S (in place): its record's m r8, h r9, r r10 */
-#define NN2C_ROWS8_RQ(S) \
-    "ldm    r12!, {r8-r10}\n\t" \
-    "add    r11, r9, " S ", asr #31\n\t" \
-    "smmlar r11, " S ", r8, r11\n\t" \
-    "asr    r11, r11, r10\n\t" \
-    "ssat   " S ", #8, r11\n\t"
+/* a channel's output from its doubled sum S (in place), its record loaded */
+#define NN2C_ROWS8_RQ(S) "ldm    r12!, {r8-r10}\n\t" NN2C_DSP_R8_RQ(S)
 
 /* nn2c_conv_rows_run's windows of 3 rows of 9 bytes (a 3x3 filter over 3 channels: the first layer of an RGB
  * model), all in assembly with every register but sp and pc (the 8 sums r0-r7, the input word and its halves
  * r8 r9, the weights r10 r11, the row r12, the filter lr), the rest in a frame on the stack; the three rows
- * unrolled. Per window and 8 channels, counted below: 204 instructions for the rows, 51 for the output stage and
- * the loops (two groups of 4 through the row loop took some 300). */
+ * unrolled. Per 8 channels of a window, counted below: 204 instructions for the rows, 58 for the output stage and
+ * the channels' loop; 12 more a window. vww_96_int8's first layer (to 8 channels) took 778,607 instructions on the
+ * Cortex-M4 as two groups of 4 through the row loop, 686,415 with this (QEMU). */
 __attribute__((naked, noinline)) static void nn2c_conv_rows8_3x9_asm(
     __attribute__((unused)) const nn2c_conv_rows8_frame_t *frame) {
     __asm__ volatile(
