@@ -156,41 +156,59 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     """lower, schedule (with row groups) and plan_memory: everything before render. compile_model and
     nn2c.profile both call this, so a profile's RAM is compile's byte for byte.
 
-    Sparse layers summed in row pairs or run over pair tables, and depthwise layers over channel planes, take more
-    scratch (EmitContext.extra_scratch): where some did, the stages run again without any, and they all stay if the
+    Sparse layers summed in row pairs or run over pair tables, depthwise layers over channel planes and 1x1 layers
+    over pixel triples take more scratch (EmitContext.extra_scratch): where some did, the stages run again without any, and they all stay if the
     arena is no larger; else those whose step's live bytes with them stay within that arena (fitting_extras) are
     planned once more and stay if the arena is still no larger. --optimize speed keeps them all (kws_ref_model pruned
     1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule; ad01_int8 2,560 more for all its
     pair tables, where a balanced build keeps the one of its 8-input layer, in the same 768-byte arena; a lone
     48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out)."""
-    chosen = _choose_extra_scratch(graph, name, options, step)
-    ctx = chosen[0].ctx
-    if options.optimize == "balanced" and ctx.took_triples and "DSP_GEMM_PAIRS" in ctx.paths:
+    chosen, triples = _choose_extra_scratch(graph, name, options, step, True)
+    if options.optimize == "balanced" and chosen[0].ctx.took_triples and "DSP_GEMM_PAIRS" in chosen[0].ctx.paths:
         # some convolution runs over pixel pairs (a 1x1 layer whose triples' scratch would raise the arena, a wider
         # filter, a row group's FULLY_CONNECTED sink): the triples' code would come on top of the pairs' (about
-        # 600 bytes on the Cortex-M4, more than person_detect's code may take), so none runs over triples
+        # 600 bytes on the Cortex-M4, more than person_detect's code may take), so none runs over triples, and the
+        # other layers' extra scratch is chosen again without theirs (vww_96_int8 at --schedule layer lost its
+        # channel planes to its triples' scratch: 6,608,162 M4 instructions, 6,437,830 before the triples)
         step("planning again without pixel triples (the pixel pairs' code is in the build)")
-        return _plan_stages(graph, name, options, step,
-                            extra_scratch=frozenset(ctx.took_extra_scratch - ctx.took_triples))
+        chosen, _ = _choose_extra_scratch(graph, name, options, step,
+                                          frozenset(id(node) for node in graph.nodes) - triples)
     return chosen
 
 
-def _choose_extra_scratch(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None]
-                          ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
-    """plan_stages' stages with the extra scratch its docstring keeps."""
-    staged = _plan_stages(graph, name, options, step, extra_scratch=True)
+def _choose_extra_scratch(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],
+                          allowed: bool | frozenset[int]
+                          ) -> tuple[tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan], frozenset[int]]:
+    """plan_stages' stages with the extra scratch its docstring keeps, of the nodes `allowed` (all: True); and the
+    nodes that would run over pixel triples with theirs."""
+    staged = _plan_stages(graph, name, options, step, extra_scratch=allowed)
+    triples = frozenset(staged[0].ctx.took_triples)
+    return _fitting_stages(graph, name, options, step, staged), triples
+
+
+def _fitting_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],
+                    staged: tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]
+                    ) -> tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan]:
+    """staged (planned with the extra scratch its nodes took), or the stages again with those of them that keep
+    the arena of the stages without any, or without any."""
     if not staged[0].ctx.took_extra_scratch or options.npu is not None or options.optimize == "speed":
         return staged
     step("planning again without the extra scratch of row pairs, pair tables and channel planes")
     without = _plan_stages(graph, name, options, step, extra_scratch=False)
     if staged[3].arena_bytes <= without[3].arena_bytes:
         return staged
-    keep = fitting_extras(staged[0].ctx.took_extra_scratch, staged[2], staged[3], without[3].plan.arena_bytes)
-    if keep:
-        step(f"planning again with the extra scratch of the {len(keep)} layer(s) whose steps stay within the arena")
-        chosen = _plan_stages(graph, name, options, step, extra_scratch=keep)
-        if chosen[3].arena_bytes <= without[3].arena_bytes:
-            return chosen
+    ctx = staged[0].ctx
+    # (then without the pixel triples, whose scratch may keep the others' from fitting)
+    for took in (ctx.took_extra_scratch, ctx.took_extra_scratch - ctx.took_triples):
+        keep = fitting_extras(took, staged[2], staged[3], without[3].plan.arena_bytes)
+        if keep:
+            step(f"planning again with the extra scratch of the {len(keep)} layer(s) whose steps stay within the "
+                 "arena")
+            chosen = _plan_stages(graph, name, options, step, extra_scratch=keep)
+            if chosen[3].arena_bytes <= without[3].arena_bytes:
+                return chosen
+        if not ctx.took_triples:
+            break
     return without
 
 
