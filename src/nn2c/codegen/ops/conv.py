@@ -778,8 +778,6 @@ def _dw_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Valu
     ctx.call("nn2c_dw_s8_simd", params, ctx.ptr(x), filter_arg, ctx.ptr(out), scratch)
 
 
-# Output rows a band of a depthwise layer over channel planes (nn2c_dw_planes): its halo (two input rows read
-# again from scratch) and weight set-up spread over 4 rows; its scratch a few KB on vww_96_int8's layers.
 # The pixels a DSP convolution's step expands (nn2c_conv_s8_run): a pair, or a 1x1 layer's triple (nn2c_gemm_triple16)
 PIXELS_PER_STEP = {False: 2, True: 3}
 
@@ -795,6 +793,8 @@ def _takes_triples(ctx: EmitContext) -> bool:
     return ctx.optimize == "speed"
 
 
+# Output rows a band of a depthwise layer over channel planes (nn2c_dw_planes): its halo (two input rows read
+# again from scratch) and weight set-up spread over 4 rows; its scratch a few KB on vww_96_int8's layers.
 DW_PLANE_BAND = 4
 # The narrowest output row the planes take: each channel's row costs some 45 instructions of set-up, which a row of
 # 12 outputs (108 MACs) about pays for (vww_96_int8 on the Cortex-M4, QEMU: its 12-wide layer 2% fewer instructions
