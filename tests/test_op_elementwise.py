@@ -87,15 +87,21 @@ def _sweep(op: str, dtype: str, seed: int, activations=ACTIVATIONS, broadcasts=B
 
 
 def _check(model: bytes, tmp_path: Path, records: list[list[np.ndarray]] | None = None, seed: int = 0) -> None:
+    _check_options(model, tmp_path, records, CompileOptions(plan_time_limit=1.0), seed)
+
+
+def _check_options(model: bytes, tmp_path: Path, records: list[list[np.ndarray]] | None, options: CompileOptions,
+                   seed: int = 0) -> None:
     """Compile, build and run (chosen, or 4 seeded full-range) inputs; assert exact equality with TFLM.
 
     Integers and floats alike must be identical (these kernels do single IEEE operations as TFLM
     does); NaNs compare equal. The exact memory planner gets a short time limit: these models hold
     many independent operators, and in-place overlaps are still planned.
     """
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
-    result = compile_model(path, CompileOptions(plan_time_limit=1.0))
+    result = compile_model(path, options)
     if records is None:
         records = random_records(result.graph.inputs, 4, seed)
     out_dir = tmp_path / "model_c"
@@ -194,6 +200,48 @@ def test_mul_int16_float32_int32(tmp_path):
     for k, shapes in enumerate(BROADCASTS[:4]):  # products wrap, then the int32 activation clamps
         _binary(b, rng, "MUL", "int32", shapes, ACTIVATIONS[k % 4], inputs, outputs)
     _check(b.build(inputs, outputs), tmp_path)
+
+
+# --- int8 ADD / MUL by a one-element constant: tables ------------------------------------------------
+# (constant shape, constant first, constant value or None for a random one, activation)
+_SCALAR_CASES = [((), False, None, "NONE"), ((1,), True, None, "RELU"), ((1, 1, 1, 1), False, -128, "RELU6"),
+                 ((1,), False, 127, "RELU_N1_TO_1"), ((), True, 0, "NONE"), ((1, 1), False, None, "RELU")]
+
+
+def _scalar_model(op: str, seed: int) -> bytes:
+    """int8 ADD or MUL of a [1, 4, 8, 8] input (256 elements: every int8 value in one record) by one-element
+    constants of random scales and zero points, the constant first or second."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for shape, first, value, activation in _SCALAR_CASES:
+        x = _tensor(b, rng, "int8", (1, 4, 8, 8))
+        data = np.full(shape, int(rng.integers(-128, 128)) if value is None else value, dtype=np.int64)
+        c = b.tensor("int8", shape, scale=_scale(rng), zero_point=_zp(rng, "int8"), data=data)
+        o = _tensor(b, rng, "int8", (1, 4, 8, 8))
+        b.op(op, [c, x] if first else [x, c], [o], {"fused_activation_function": activation})
+        inputs.append(x)
+        outputs.append(o)
+    return b.build(inputs, outputs)
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL"])
+def test_int8_add_mul_by_a_scalar_constant_are_tables(op, tmp_path):
+    """Each layer becomes a 256-entry table computed with the kernel's arithmetic (not at --optimize size, where
+    the arithmetic runs): both match TFLM on every int8 input value."""
+    model = _scalar_model(op, seed=11 if op == "ADD" else 12)
+    path = tmp_path / "scalar.tflite"
+    path.write_bytes(model)
+    source = compile_model(path, CompileOptions()).files["scalar.c"]
+    assert source.count("nn2c_extra_lut_s8(256,") == len(_SCALAR_CASES), source
+    assert f"nn2c_{op.lower()}_s8(" not in source
+    sized = compile_model(path, CompileOptions(optimize="size")).files["scalar.c"]
+    assert "nn2c_extra_lut_s8(" not in sized and sized.count(f"nn2c_{op.lower()}_s8(") == len(_SCALAR_CASES)
+    every_value = [np.arange(-128, 128, dtype=np.int8).reshape(1, 4, 8, 8)] * len(_SCALAR_CASES)
+    records = [every_value, [np.roll(v, 7) for v in every_value]]
+    _check(model, tmp_path / "balanced", records=records)
+    _check_options(model, tmp_path / "size", records, CompileOptions(optimize="size", plan_time_limit=1.0))
 
 
 # --- DIV ---------------------------------------------------------------------------------------

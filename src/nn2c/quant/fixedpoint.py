@@ -231,3 +231,12 @@ def rescale_smaller_than_one(x: np.ndarray, multiplier: int, shift: int) -> np.n
     mask = np.int64((1 << exponent) - 1)
     threshold = (mask >> 1) + (high < 0)
     return ((high >> exponent) + ((high & mask) > threshold)).astype(np.int64)
+
+
+def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier (double rounding) on int32 values, exactly, as nn2c_mbqm: x shifted
+    left by a positive shift (wrapping at 32 bits, as the kernel's shift does), then
+    rescale_smaller_than_one by the rest."""
+    v = np.asarray(x, dtype=np.int64) << max(shift, 0)
+    wrapped = (v + (1 << 31)) % (1 << 32) - (1 << 31)
+    return rescale_smaller_than_one(wrapped, multiplier, min(shift, 0))

@@ -323,8 +323,8 @@ def format_report(report: BenchReport, top: int = 10) -> str:
         f"(each LDM/LDRD element counted)" + (f"; {MEMORY_NOTE}" if report.board == "mps3-an547" else ""),
         f"  lower bound (sum over layers, nn2c.targets.bounds): {report.bound_instructions:,.0f} instructions, "
         f"measured / bound {report.instructions_per_inference / max(report.bound_instructions, 1):.2f}",
-        f"  flash: code {fp.flash_code:,} B (instructions {fp.flash_code - fp.flash_code_data:,} B, the layers' "
-        f"parameters and tables {fp.flash_code_data:,} B), weights {fp.flash_weights:,} B "
+        f"  flash: code {fp.flash_code:,} B (instructions and kernel tables {fp.flash_code - fp.flash_layers:,} B, "
+        f"the layers' descriptions {fp.flash_layers:,} B), weights {fp.flash_weights:,} B "
         f"(+ libraries {fp.flash_libraries:,} B, bench harness {fp.flash_harness:,} B; image {fp.flash_total:,} B)",
         f"  RAM: {fp.ram_model:,} B static (arena {fp.ram_arena:,} B), stack high-water {report.stack_bytes:,} B",
     ]

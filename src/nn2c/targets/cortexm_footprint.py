@@ -5,7 +5,8 @@ its size and object file. Flash = .text (code, read-only data, vectors) + .ARM.e
 image of .data; RAM = .data + .bss (the stack reservation is not counted: the measured stack
 high-water mark is reported instead). Owners:
 - weights: NAME_weights.o (the model's constant tensors);
-- model code: NAME.o and the kernel objects (code, params structs, arena and state in RAM);
+- model code: NAME.o and the kernel objects (code, params structs, arena and state in RAM); of it, NAME.o's
+  read-only data are the layers' descriptions (flash_layers);
 - libraries: members of .a archives (newlib-nano memcpy/memset, libm, libgcc helpers), shared
   by the model and the bench harness;
 - harness: the bench's startup, main and baked-in inputs. Alignment fill is charged to the
@@ -32,7 +33,10 @@ _CONTINUATION = re.compile(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)(?:\s+(.*))?$")
 @dataclass(frozen=True)
 class ImageFootprint:
     flash_code: int  # model code + its read-only data (params structs, tables), without weights
-    flash_code_data: int  # of flash_code, the read-only data (the layers' parameter structs, tables)
+    # of flash_code, the model object's read-only data: its layers' descriptions (parameter structs, loop and band
+    # tables), what TFLM reads from the flatbuffer and computes into its arena; the rest of flash_code is the
+    # instructions and the kernels' own constant tables, the part comparable with TFLM's runtime code
+    flash_layers: int
     flash_weights: int  # NAME_weights.o
     flash_libraries: int  # libc/libm/libgcc members pulled in (shared with the harness)
     flash_harness: int  # startup, bench main, baked-in input records
@@ -101,19 +105,19 @@ def image_footprint(map_file: Path, name: str, model_objects: list[str]) -> Imag
     ram = dict.fromkeys(("model", "other"), 0)
     arena = 0
     pieces = _charge_fill(map_pieces(map_file))
-    code_data = 0
+    layers = 0
     for piece in pieces:
         if piece.output in FLASH_SECTIONS:
             owner = _flash_owner(piece, weights_object, model)
             flash[owner] += piece.size
-            if owner == "code" and piece.name.startswith((".rodata", ".data")):
-                code_data += piece.size
+            if piece.owner == f"{name}.o" and piece.name.startswith((".rodata", ".data")):
+                layers += piece.size
         if piece.output in RAM_SECTIONS:
             ram["model" if piece.owner in model | {weights_object} else "other"] += piece.size
             if piece.name in (f".bss.{name}_arena", f".data.{name}_arena"):
                 arena = piece.size
     return ImageFootprint(
-        flash_code=flash["code"], flash_code_data=code_data, flash_weights=flash["weights"], flash_libraries=flash["libraries"],
+        flash_code=flash["code"], flash_layers=layers, flash_weights=flash["weights"], flash_libraries=flash["libraries"],
         flash_harness=flash["harness"], flash_padding=flash["padding"] + flash["other"],
         flash_total=sum(flash.values()), ram_arena=arena, ram_model=ram["model"], ram_other=ram["other"],
         ram_total=sum(ram.values()),

@@ -28,7 +28,7 @@ activations become integer clamps (CalculateActivationRangeQuantized), float cla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import float_activation_range, int_activation_range, scale, zero_point
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import (
+    multiply_by_quantized_multiplier,
     quantize_multiplier,
     quantize_multiplier_smaller_than_one,
     rescale_smaller_than_one,
@@ -206,6 +207,8 @@ def add(node: Node, ctx: EmitContext) -> None:
     if dtype in ("int8", "int16"):
         _require_dtypes(ctx, [a, b, out], dtype)
         _require_per_tensor(ctx, [a, b, out])
+        if dtype == "int8" and _scalar_table(ctx, a, b, out, _add_q_fields(ctx, node, a, b, out), _add_table):
+            return
         if (ctx.target.simd is not None and dtype == "int8" and a.type.shape == b.type.shape == out.type.shape
                 and out.type.num_elements > 0):
             _add_s8_simd(ctx, node, a, b, out)
@@ -286,6 +289,56 @@ def _add_scaled_tables(ctx: EmitContext, fields: dict[str, int], count: int) -> 
     return tables
 
 
+# --- int8 ADD / MUL by a one-element constant: a table ------------------------------------------------
+# The output is then a function of one int8 input: its 256 values are computed here with the kernel's
+# integer arithmetic (TFLite's, exactly) and the layer becomes a table lookup (nn2c_extra_lut_s8): some 5
+# instructions an element on a Cortex-M4 instead of some 40 through the broadcast walk, for 256 bytes of flash
+# in place of the layer's parameter struct. Not at --optimize size, where the struct is smaller.
+def _scalar_table(ctx: EmitContext, a: Value, b: Value, out: Value, fields: dict,
+                  values: Callable[[dict, np.ndarray, np.ndarray], np.ndarray]) -> bool:
+    """Emit an int8 binary operator as a table where one operand is a one-element constant and the other has the
+    output's shape; False (nothing emitted) otherwise. values(fields, x1, x2): the unclamped outputs."""
+    if ctx.optimize == "size" or out.type.num_elements == 0:
+        return False
+    if b.is_constant and b.type.num_elements == 1 and a.type.shape == out.type.shape:
+        tensor, constant, first = a, b, True
+    elif a.is_constant and a.type.num_elements == 1 and b.type.shape == out.type.shape:
+        tensor, constant, first = b, a, False
+    else:
+        return False
+    assert constant.data is not None
+    x = np.arange(-128, 128, dtype=np.int64)
+    c = np.full(256, int(np.asarray(constant.data).reshape(-1)[0]), dtype=np.int64)
+    raw = values(fields, x, c) if first else values(fields, c, x)
+    table = np.clip(raw, fields["act_min"], fields["act_max"]).astype(np.int8)
+    emit_table_s8(ctx, tensor, out, out.type.num_elements, table,
+                  f"{'ADD' if values is _add_table else 'MUL'} by the constant {int(c[0])}, x = -128..127")
+    return True
+
+
+def _add_table(fields: dict, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """nn2c_ew_add_q before its clamp."""
+    scaled = [rescale_smaller_than_one((x + fields[f"input{k}_offset"]) << fields["left_shift"],
+                                       fields[f"input{k}_multiplier"], fields[f"input{k}_shift"])
+              for k, x in (("1", x1), ("2", x2))]
+    total = (scaled[0] + scaled[1] + (1 << 31)) % (1 << 32) - (1 << 31)  # (the kernel's wrapping sum)
+    return rescale_smaller_than_one(total, fields["output_multiplier"], fields["output_shift"]) + fields["output_offset"]
+
+
+def _mul_table(fields: dict, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """nn2c_ew_mul_q before its clamp."""
+    product = (x1 + fields["input1_offset"]) * (x2 + fields["input2_offset"])
+    return fields["output_offset"] + multiply_by_quantized_multiplier(product, fields["output_multiplier"],
+                                                                      fields["output_shift"])
+
+
+def emit_table_s8(ctx: EmitContext, x: Value, out: Value, count: int, table: np.ndarray, what: str) -> None:
+    """y = table[x + 128] over count int8 elements (nn2c_extra_lut_s8)."""
+    ctx.use_kernel("extra")
+    ctx.call("nn2c_extra_lut_s8", str(count), ctx.const_array(table, "int8_t", f"{what} table"),
+             ctx.ptr(x), ctx.ptr(out))
+
+
 # --- MUL -----------------------------------------------------------------------------------------
 @lowering("MUL")
 def mul(node: Node, ctx: EmitContext) -> None:
@@ -306,6 +359,8 @@ def mul(node: Node, ctx: EmitContext) -> None:
             "input1_offset": -zero_point(a), "input2_offset": -zero_point(b), "output_offset": zero_point(out),
             "output_multiplier": m, "output_shift": shift, "act_min": act_min, "act_max": act_max,
         }
+        if dtype == "int8" and _scalar_table(ctx, a, b, out, fields, _mul_table):
+            return
         _emit_binary(ctx, f"nn2c_mul_{_SUFFIX[dtype]}", "nn2c_mul_q_params_t", fields, a, b, out)
     elif dtype == "float32":
         _emit_binary(ctx, "nn2c_mul_f32", "nn2c_ew_f32_params_t", _float_params(ctx, node), a, b, out)

@@ -25,7 +25,7 @@ import numpy as np
 from nn2c.codegen.context import EmitContext
 from nn2c.codegen.ops import lowering
 from nn2c.codegen.ops.common import scale, zero_point
-from nn2c.codegen.ops.elementwise import broadcast_field
+from nn2c.codegen.ops.elementwise import broadcast_field, emit_table_s8
 from nn2c.ir import Node, Value
 from nn2c.quant.fixedpoint import quantize_multiplier, round_half_away
 
@@ -100,11 +100,11 @@ def unary(node: Node, ctx: EmitContext) -> None:
     if node.op == "ABS" and quantized and dtype in ("int8", "int16"):
         _quantized_abs(ctx, x, out, count)
     elif node.op == "RSQRT" and quantized and dtype == "int8":
-        _table_s8(ctx, x, out, count, _rsqrt_table(ctx, x, out), "RSQRT")
+        emit_table_s8(ctx, x, out, count, _rsqrt_table(ctx, x, out), "RSQRT")
     elif node.op == "ELU" and quantized and dtype == "int8" and float(node.attrs.get("alpha", 1.0)) == 1.0:
-        _table_s8(ctx, x, out, count, _elu_table(ctx, x, out), "ELU")
+        emit_table_s8(ctx, x, out, count, _elu_table(ctx, x, out), "ELU")
     elif node.op == "GELU" and quantized and dtype == "int8":
-        _table_s8(ctx, x, out, count, _gelu_table(ctx, x, out, str(node.attrs.get("approximate", "none"))), "GELU")
+        emit_table_s8(ctx, x, out, count, _gelu_table(ctx, x, out, str(node.attrs.get("approximate", "none"))), "GELU")
     elif node.op in _INTEGER_KERNELS and not quantized and dtype in _INT_SUFFIX:
         ctx.use_kernel("math")
         ctx.call(f"nn2c_math_{_INTEGER_KERNELS[node.op]}_{_INT_SUFFIX[dtype]}", str(count), ctx.ptr(x), ctx.ptr(out))
@@ -140,13 +140,6 @@ def _quantized_abs(ctx: EmitContext, x: Value, out: Value, count: int) -> None:
     ctx.use_kernel("math")
     ctx.call(f"nn2c_math_abs_{'s8' if dtype == 'int8' else 's16'}",
              ctx.params_struct("nn2c_math_abs_q_params_t", fields), ctx.ptr(x), ctx.ptr(out))
-
-
-def _table_s8(ctx: EmitContext, x: Value, out: Value, count: int, table: np.ndarray, what: str) -> None:
-    """y = table[x + 128] (nn2c_extra_lut_s8)."""
-    ctx.use_kernel("extra")
-    ctx.call("nn2c_extra_lut_s8", str(count), ctx.const_array(table, "int8_t", f"{what} table"),
-             ctx.ptr(x), ctx.ptr(out))
 
 
 # --- TFLite's integer arithmetic on Python ints, for the RSQRT table ------------------------------
