@@ -244,6 +244,38 @@ def test_int8_add_mul_by_a_scalar_constant_are_tables(op, tmp_path):
     _check_options(model, tmp_path / "size", records, CompileOptions(optimize="size", plan_time_limit=1.0))
 
 
+# (full shape, per-channel shape, per-channel operand first, activation): int8 MUL by one value per channel
+_CHANNEL_CASES = [((1, 7, 5, 24), (1, 1, 1, 24), False, "NONE"), ((1, 3, 3, 13), (13,), True, "NONE"),
+                  ((1, 4, 4, 1), (1, 1, 1, 1), False, "NONE"), ((2, 6, 40), (1, 1, 40), True, "NONE"),
+                  ((1, 5, 5, 8), (1, 1, 1, 8), False, "RELU")]
+
+
+@pytest.mark.parametrize("optimize", ["balanced", "size"])
+def test_int8_mul_by_one_value_per_channel(optimize, tmp_path):
+    """An SE block's MUL runs channel by channel (nn2c_mul_s8_channels) where its output stage fits a doubled
+    record, at every --optimize level; a fused RELU keeps the broadcast walk. Both match TFLM on full-range
+    inputs and zero points (the output scale above the inputs' product: shifts within the record's range)."""
+    rng = np.random.default_rng(21)
+    b = ModelBuilder()
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for full_shape, per_shape, first, activation in _CHANNEL_CASES:
+        x = b.tensor("int8", full_shape, scale=_scale(rng, -2.5, -1.5), zero_point=_zp(rng, "int8"))
+        s = b.tensor("int8", per_shape, scale=_scale(rng, -2.5, -1.5), zero_point=_zp(rng, "int8"))
+        o = b.tensor("int8", full_shape, scale=_scale(rng, -2.0, -1.0), zero_point=_zp(rng, "int8"))
+        b.op("MUL", [s, x] if first else [x, s], [o], {"fused_activation_function": activation})
+        inputs += [x, s]
+        outputs.append(o)
+    model = b.build(inputs, outputs)
+    path = tmp_path / "channels.tflite"
+    path.write_bytes(model)
+    options = CompileOptions(optimize=optimize, plan_time_limit=1.0)
+    source = compile_model(path, options).files["channels.c"]
+    assert source.count("nn2c_mul_s8_channels(") == len(_CHANNEL_CASES) - 1, source
+    assert source.count("nn2c_mul_s8(") == 1
+    _check_options(model, tmp_path / optimize, None, options, seed=3)
+
+
 # --- DIV ---------------------------------------------------------------------------------------
 def test_div_float32_int32(tmp_path):
     rng = np.random.default_rng(5)

@@ -140,6 +140,20 @@ NN2C_EW_BINARY(nn2c_mul_s16, nn2c_mul_q_params_t, int16_t, nn2c_ew_mul_s16)
 NN2C_EW_BINARY(nn2c_mul_f32, nn2c_ew_f32_params_t, float, nn2c_ew_mul_f32)
 NN2C_EW_BINARY(nn2c_mul_i32, nn2c_ew_i32_params_t, int32_t, nn2c_ew_mul_i32)
 
+/* Channel by channel over every pixel, the channel's factor 2 (s - zp_s) in a register (the pixels are C bytes
+ * apart); x and y may be the same tensor. */
+void nn2c_mul_s8_channels(const nn2c_mul_channels_params_t *p, const int8_t *x, const int8_t *s, int8_t *y) {
+    const int32_t C = p->channels, m = p->multiplier, h = p->high, r = p->shift, ox = p->x_offset;
+    const int8_t *const x_end = x + (intptr_t)p->pixels * C;
+    for (int32_t c = 0; c < C; ++c) {
+        const int32_t f = 2 * (s[c] + p->s_offset);
+        int8_t *q = y + c;
+        for (const int8_t *v = x + c; v < x_end; v += C, q += C) {
+            *q = (int8_t)nn2c_requant_doubled((*v + ox) * f, m, h, r);
+        }
+    }
+}
+
 /* --- DIV ------------------------------------------------------------------------------------- */
 
 static inline int nn2c_ew_clz32(uint32_t x) {

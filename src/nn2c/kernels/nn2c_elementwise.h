@@ -70,6 +70,18 @@ typedef struct {
     int32_t multiplier, shift;
 } nn2c_requantize_params_t;
 
+/* int8 MUL of a [pixels, channels] tensor x by a [channels] one s (an SE block's scaling, [N, H, W, C] times
+ * [N, 1, 1, C], in either order): TFLite's MulElementwise, y = clamp(zp_out + M((x - zp_x) (s - zp_s))), with
+ * its output stage as a doubled record (nn2c_requant_doubled: int8's whole activation range, the shift in
+ * [-24, -1]; the codegen's test). Without the broadcast walk's per-element index arithmetic. */
+typedef struct {
+    int32_t pixels, channels;
+    int32_t x_offset, s_offset; /* -zero points */
+    int32_t multiplier, high, shift; /* nn2c_requant_doubled's m, 2^(r - 1) + zp_out 2^r, r = -shift */
+} nn2c_mul_channels_params_t;
+
+void nn2c_mul_s8_channels(const nn2c_mul_channels_params_t *p, const int8_t *x, const int8_t *s, int8_t *y);
+
 void nn2c_add_s8(const nn2c_add_q_params_t *p, const int8_t *in1, const int8_t *in2, int8_t *out);
 void nn2c_add_s16(const nn2c_add_q_params_t *p, const int16_t *in1, const int16_t *in2, int16_t *out);
 void nn2c_add_f32(const nn2c_ew_f32_params_t *p, const float *in1, const float *in2, float *out);

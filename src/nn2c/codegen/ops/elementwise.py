@@ -332,6 +332,41 @@ def _mul_table(fields: dict, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
                                                                       fields["output_shift"])
 
 
+def _channel_scaling(ctx: EmitContext, a: Value, b: Value, out: Value, fields: dict) -> bool:
+    """Emit an int8 MUL of a tensor by one value per channel (an SE block's [N, H, W, C] * [N, 1, 1, C], either
+    operand first) on nn2c_mul_s8_channels where its output stage fits a doubled record (int8's whole activation
+    range, a shift in DOUBLED_RECORD_SHIFTS); False (nothing emitted) otherwise."""
+    from nn2c.codegen.ops.conv import DOUBLED_RECORD_SHIFTS
+
+    shape = out.type.shape
+    if not shape or out.type.num_elements == 0 or (fields["act_min"], fields["act_max"]) != (-128, 127):
+        return False
+    shift = fields["output_shift"]
+    if not DOUBLED_RECORD_SHIFTS[0] <= shift <= DOUBLED_RECORD_SHIFTS[1]:
+        return False
+
+    def per_channel(v: Value) -> bool:
+        return v.type.num_elements == shape[-1] and (not v.type.shape or v.type.shape[-1] == shape[-1])
+
+    if a.type.shape == shape and per_channel(b):
+        full, scales, x_offset, s_offset = a, b, fields["input1_offset"], fields["input2_offset"]
+    elif b.type.shape == shape and per_channel(a):
+        full, scales, x_offset, s_offset = b, a, fields["input2_offset"], fields["input1_offset"]
+    else:
+        return False
+    r = -shift
+    high = (1 << (r - 1)) + fields["output_offset"] * (1 << r)
+    if abs(high) + 2 * 255 * 255 + 2 >= 2**31:  # (the record's high word plus the doubled product in int32)
+        return False
+    ctx.use_kernel("elementwise")
+    params = ctx.params_struct("nn2c_mul_channels_params_t", {
+        "pixels": out.type.num_elements // shape[-1], "channels": shape[-1], "x_offset": x_offset,
+        "s_offset": s_offset, "multiplier": fields["output_multiplier"], "high": high, "shift": r,
+    })
+    ctx.call("nn2c_mul_s8_channels", params, ctx.ptr(full), ctx.ptr(scales), ctx.ptr(out))
+    return True
+
+
 def emit_table_s8(ctx: EmitContext, x: Value, out: Value, count: int, table: np.ndarray, what: str) -> None:
     """y = table[x + 128] over count int8 elements (nn2c_extra_lut_s8)."""
     ctx.use_kernel("extra")
@@ -359,7 +394,8 @@ def mul(node: Node, ctx: EmitContext) -> None:
             "input1_offset": -zero_point(a), "input2_offset": -zero_point(b), "output_offset": zero_point(out),
             "output_multiplier": m, "output_shift": shift, "act_min": act_min, "act_max": act_max,
         }
-        if dtype == "int8" and _scalar_table(ctx, a, b, out, fields, _mul_table):
+        if dtype == "int8" and (_scalar_table(ctx, a, b, out, fields, _mul_table)
+                                or _channel_scaling(ctx, a, b, out, fields)):
             return
         _emit_binary(ctx, f"nn2c_mul_{_SUFFIX[dtype]}", "nn2c_mul_q_params_t", fields, a, b, out)
     elif dtype == "float32":
