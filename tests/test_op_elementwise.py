@@ -276,6 +276,40 @@ def test_int8_mul_by_one_value_per_channel(optimize, tmp_path):
     _check_options(model, tmp_path / optimize, None, options, seed=3)
 
 
+def _channel_model(path: Path) -> Path:
+    """int8 MULs by one value per channel for the Cortex-M: 24 and 40 channels (the assembly's groups of 4, one
+    with the per-channel operand first), 13 (C), extreme zero points (-128 and 127: offsets 128 and -127) and an
+    output scale that leaves most outputs unsaturated. Every output is a model output."""
+    rng = np.random.default_rng(22)
+    b = ModelBuilder()
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for (full_shape, per_shape, first), (zx, zs, zo) in zip(
+            [((1, 7, 5, 24), (1, 1, 1, 24), False), ((1, 3, 3, 40), (1, 1, 1, 40), True),
+             ((1, 4, 6, 13), (1, 1, 1, 13), False)], [(-128, 127, 5), (127, -128, -128), (3, -9, 127)], strict=True):
+        x = b.tensor("int8", full_shape, scale=0.02, zero_point=zx)
+        s = b.tensor("int8", per_shape, scale=0.01, zero_point=zs)
+        o = b.tensor("int8", full_shape, scale=float(rng.uniform(0.05, 0.1)), zero_point=zo)
+        b.op("MUL", [s, x] if first else [x, s], [o], {"fused_activation_function": "NONE"})
+        inputs += [x, s]
+        outputs.append(o)
+    path.write_bytes(b.build(inputs, outputs))
+    return path
+
+
+def test_int8_mul_by_one_value_per_channel_in_qemu(tmp_path, monkeypatch):
+    """nn2c_mul_s8_channels on the Cortex-M4, four channels at a time in assembly (and in C without it): bit-exact
+    with TFLM in QEMU on inputs all -128, all 127, and at random."""
+    from tests.test_sparse import assert_bit_exact_in_qemu
+
+    path = _channel_model(tmp_path / "channels.tflite")
+    options = CompileOptions(target="cortex-m4")
+    assert compile_model(path, options).files["channels.c"].count("nn2c_mul_s8_channels(") == 3
+    shapes = [((1, 7, 5, 24), (1, 1, 1, 24)), ((1, 3, 3, 40), (1, 1, 1, 40)), ((1, 4, 6, 13), (1, 1, 1, 13))]
+    records = [[np.full(shape, value, np.int8) for pair in shapes for shape in pair] for value in (-128, 127)]
+    assert_bit_exact_in_qemu(path, options, records, 3, 23, tmp_path, monkeypatch)
+
+
 # --- DIV ---------------------------------------------------------------------------------------
 def test_div_float32_int32(tmp_path):
     rng = np.random.default_rng(5)
