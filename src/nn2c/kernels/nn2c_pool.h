@@ -44,6 +44,9 @@ typedef struct {
     int32_t num_reduced;   /* input elements per output element */
     int32_t input_zp, output_zp;
     int32_t multiplier, shift;  /* requantisation (already divided by num_reduced for MEAN) */
+    /* the integer sums: 0 walks the input (any axes); else the input is [outer][num_reduced][inner] (the reduced
+     * axes one run), its rows of inner values added into one row of sums, in the walk's order */
+    int32_t inner;
 } nn2c_reduce_params_t;
 
 /* Integer MEAN or SUM (they differ only in the multiplier); temp_sum: num_outputs int32 scratch. */

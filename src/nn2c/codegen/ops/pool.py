@@ -15,6 +15,7 @@ SUM uses (m, e) unchanged. float32 MEAN is (row-major float sum) / float(n).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 from typing import Any
 
@@ -172,6 +173,21 @@ def _reduce_fields(ctx: EmitContext, x: Value, out: Value, axes: list[int]) -> d
     }
 
 
+def reduced_rows_inner(shape: Sequence[int], axes: Sequence[int]) -> int:
+    """nn2c_reduce_params_t.inner: where the reduced axes are one run (dimensions of 1 aside), the input is
+    [outer][reduced][inner] and this is inner (1 where the last axis is reduced); 0 where they are not."""
+    kept = [(d in axes, n) for d, n in enumerate(shape) if n != 1]
+    flags = "".join("r" if reduced else "k" for reduced, _ in kept)
+    if "r" in flags and "kr" in flags[flags.index("r"):]:
+        return 0  # (a kept axis between two reduced ones)
+    inner = 1
+    for reduced, n in reversed(kept):
+        if reduced:
+            break
+        inner *= n
+    return inner
+
+
 def _mean_multiplier(multiplier: int, shift: int, count: int) -> tuple[int, int]:
     """QuantizedMeanOrSum's folding of 1/count into the output multiplier (exact integer maths)."""
     if count <= 0:
@@ -222,7 +238,8 @@ def reduce(node: Node, ctx: EmitContext) -> None:
     multiplier, shift = quantize_multiplier(float(np.float64(scale(x)) / np.float64(scale(out))))
     if node.op == "MEAN":
         multiplier, shift = _mean_multiplier(multiplier, shift, fields["num_reduced"])
-    fields.update(input_zp=zero_point(x), output_zp=zero_point(out), multiplier=multiplier, shift=shift)
+    fields.update(input_zp=zero_point(x), output_zp=zero_point(out), multiplier=multiplier, shift=shift,
+                  inner=reduced_rows_inner(x.type.shape, axes))
     temp_sum = ctx.scratch(4 * fields["num_outputs"])
     ctx.call(f"nn2c_reduce_quantized_{_SUFFIX[dtype]}", ctx.params_struct("nn2c_reduce_params_t", fields),
              ctx.ptr(x), ctx.ptr(out), f"(int32_t *){temp_sum}")
