@@ -55,11 +55,11 @@ def test_real_models_keep_the_paths_their_layers_take():
     # kws_ref_model on the M4: every depthwise layer and convolution reads records; its first
     # convolution (10x4 filter over 1 channel) has rows of whole words, the others are 1x1
     # (and its FULLY_CONNECTED a batch of 1, from records, of 12 channels: below the groups' loop); every
-    # convolution's filter is dual, over pixel pairs (the first one's: balanced leaves the 1x1 layers' triples out
-    # with them)
+    # convolution's filter is dual, the first one's over pixel pairs, the 1x1 layers' over triples (their scratch
+    # leaves the arena as it is)
     # (its AVERAGE_POOL_2D: 64 channels, whole groups of 4, in SIMD lanes)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_EXPAND_WINDOW", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT16"}
+        "DSP_EXPAND_WINDOW", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "DSP_GEMM_TRIPLES", "POOL_LANES", "DSP_DW_INT16"}
     # at --optimize size its depthwise filters are int8 (DSP_DW_INT8 instead of DSP_DW_INT16)
     assert _omitted(_config("mlcommons_tiny/kws_ref_model.tflite", "cortex-m4", "size")) == set(OPTIONAL_PATHS) - {
         "DSP_EXPAND_WINDOW", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "POOL_LANES", "DSP_DW_INT8"}
@@ -69,10 +69,11 @@ def test_real_models_keep_the_paths_their_layers_take():
         "DSP_FC_DUAL"}
     # person_detect: every depthwise layer from doubled records, a shift of -1 included (its convolution of 255
     # channels, odd, dual too, its last channel apart) and a 3x3 first convolution over 1 channel (narrow rows of
-    # one word, read from the image); some 1x1 layers' triples would raise the arena, so balanced runs them all
-    # over pixel pairs; its AVERAGE_POOL_2D over 255 channels is not whole groups of 4, byte by byte
+    # one word, read from the image); some 1x1 layers' triples would raise the arena, so balanced runs those over
+    # pixel pairs and the others over triples; its AVERAGE_POOL_2D over 255 channels is not whole groups of 4,
+    # byte by byte
     assert _omitted(_config("tflite_micro/person_detect.tflite", "cortex-m4")) == set(OPTIONAL_PATHS) - {
-        "DSP_CONV_ROWS_1", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "DSP_GEMM_ODD", "DSP_DW_INT16"}
+        "DSP_CONV_ROWS_1", "DSP_GEMM_PAIRS", "DSP_GEMM_DUAL", "DSP_GEMM_TRIPLES", "DSP_GEMM_ODD", "DSP_DW_INT16"}
     # hello_world_int8's last FULLY_CONNECTED runs sparse (16 inputs, one output), one row: no four-row loops
     assert "SPARSE_ROWS4" in _omitted(_config("tflite_micro/hello_world_int8.tflite", "cortex-m4"))
     # keyword_scrambled_8bit's SVDFs take their input's zero point at run time at --optimize size only

@@ -199,8 +199,8 @@ def test_convolution_output_stages_are_fitted_apart(tmp_path):
     """The DSP convolution (nn2c_gemm_pair16) requantises in assembly only where every shift is negative and
     the activation range is int8's; elsewhere its C output stage costs some 25 instructions more a channel
     pair. The lowering marks those convolutions (NodeCode.variant), the cost model keys them apart and ships a
-    fit for each path: kws's convolutions take the assembly path, an MCUNet-style candidate's RELU6 ones the
-    C one. Helium has one output stage: no variant."""
+    fit for each path: kws's convolutions take the assembly path (its 1x1 layers over pixel triples, another
+    variant), an MCUNet-style candidate's RELU6 ones the C one. Helium has one output stage: no variant."""
     from nn2c.profiler import kernel_key
     from tests.test_row_groups import _unseen_candidate
 
@@ -211,8 +211,10 @@ def test_convolution_output_stages_are_fitted_apart(tmp_path):
 
     path = tmp_path / "candidate.tflite"
     path.write_bytes(_unseen_candidate())
-    assert conv_keys(model_path("mlcommons_tiny/kws_ref_model.tflite"), "cortex-m4") == {"nn2c_conv_s8_simd"}
-    assert conv_keys(path, "cortex-m4") == {"nn2c_conv_s8_simd", "nn2c_conv_s8_simd/generic-output"}
+    assert conv_keys(model_path("mlcommons_tiny/kws_ref_model.tflite"), "cortex-m4") == {
+        "nn2c_conv_s8_simd", "nn2c_conv_s8_simd/triples"}
+    assert conv_keys(path, "cortex-m4") == {"nn2c_conv_s8_simd", "nn2c_conv_s8_simd/generic-output",
+                                            "nn2c_conv_s8_simd/triples"}
     assert conv_keys(path, "cortex-m55") == {"nn2c_conv_s8_simd"}
     fitted = cost_model()["cortex-m4"]["op_kernels"]
     assert {"CONV_2D:nn2c_conv_s8_simd", "CONV_2D:nn2c_conv_s8_simd/generic-output"} <= set(fitted)

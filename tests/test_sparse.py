@@ -377,10 +377,11 @@ def test_profile_predicts_a_row_groups_sparse_member_with_the_sparse_model(tmp_p
 def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     """kws pruned 1:8 at --schedule layer: its 1x1 convolutions' outputs sit 64 bytes below their inputs, the
     four-pixel blocks computed in the scratch rows and copied; bit-exact with TFLM in QEMU, and on the M4 (four
-    rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.57x the dense
-    kernel's instructions (0.561x measured since the dense layers' odd channel counts (63, 61, 55: the pruned
-    channels removed) run dual filters, 7% fewer instructions; 0.52x before, 0.58x with the segment loop, 0.69x
-    when the blocks ran pixel by pixel); at --optimize speed, in row pairs (nn2c_sparse_row4_pairs), under 0.45x."""
+    rows from channel records, nn2c_sparse_row4_records) the four sparse layers take under 0.62x the dense
+    kernel's instructions (0.609x measured since the dense 1x1 layers run over pixel triples at balanced too;
+    0.561x when their odd channel counts (63, 61, 55: the pruned channels removed) first ran dual filters over
+    pairs, 0.52x before, 0.58x with the segment loop, 0.69x when the blocks ran pixel by pixel); at --optimize
+    speed, in row pairs (nn2c_sparse_row4_pairs), under 0.45x."""
     if missing_tools():
         pytest.skip(f"SKIPPED LOUDLY: {', '.join(missing_tools())} not installed; CI installs them")
     from nn2c.targets.cortexm_bench import bench_model
@@ -400,12 +401,12 @@ def test_sparse_convolutions_in_place_in_qemu(target, tmp_path):
     assert "NN2C_OMIT_SPARSE_ROWS4" not in result.files["nn2c_kernels/nn2c_config.h"]
     if target == "cortex-m4":
         dense = sum(layer.instructions for layer in reports["off"].layers if layer.index in sparse)
-        assert sum(sparse.values()) < 0.57 * dense, (sparse, dense)
+        assert sum(sparse.values()) < 0.62 * dense, (sparse, dense)
         speed = bench_model(path, target=target, count=2, seed=5, workdir=tmp_path / "speed",
                             options=CompileOptions(target=target, sparse="always", schedule="layer", optimize="speed"))
         assert speed.reference == "tflm" and speed.passed() and all(c.max_abs_diff == 0 for c in speed.comparisons)
         paired = {layer.index: layer.instructions for layer in speed.layers if "nn2c_conv_s8_sparse" in layer.calls}
-        assert paired.keys() == sparse.keys() and sum(paired.values()) < 0.45 * dense, (paired, dense)
+        assert paired.keys() == sparse.keys() and sum(paired.values()) < 0.45 * dense, (paired, dense, sum(paired.values()) / dense)
 
 
 @pytest.mark.parametrize(("optimize", "batches"), [("balanced", 1), ("size", 1), ("balanced", 5), ("size", 5)])

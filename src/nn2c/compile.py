@@ -162,28 +162,11 @@ def plan_stages(graph: Graph, name: str, options: CompileOptions, step: Callable
     planned once more and stay if the arena is still no larger. --optimize speed keeps them all (kws_ref_model pruned
     1:8 on the Cortex-M4: 336 bytes more for its row pairs at the default schedule; ad01_int8 2,560 more for all its
     pair tables, where a balanced build keeps the one of its 8-input layer, in the same 768-byte arena; a lone
-    48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out)."""
-    chosen, triples = _choose_extra_scratch(graph, name, options, step, True)
-    if options.optimize == "balanced" and chosen[0].ctx.took_triples and "DSP_GEMM_PAIRS" in chosen[0].ctx.paths:
-        # some convolution runs over pixel pairs (a 1x1 layer whose triples' scratch would raise the arena, a wider
-        # filter, a row group's FULLY_CONNECTED sink): the triples' code would come on top of the pairs' (about
-        # 600 bytes on the Cortex-M4, more than person_detect's code may take), so none runs over triples, and the
-        # other layers' extra scratch is chosen again without theirs (vww_96_int8 at --schedule layer lost its
-        # channel planes to its triples' scratch: 6,608,162 M4 instructions, 6,437,830 before the triples)
-        step("planning again without pixel triples (the pixel pairs' code is in the build)")
-        chosen, _ = _choose_extra_scratch(graph, name, options, step,
-                                          frozenset(id(node) for node in graph.nodes) - triples)
-    return chosen
-
-
-def _choose_extra_scratch(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],
-                          allowed: bool | frozenset[int]
-                          ) -> tuple[tuple[LoweredModel, Schedule, list[NodeCode], ArenaPlan], frozenset[int]]:
-    """plan_stages' stages with the extra scratch its docstring keeps, of the nodes `allowed` (all: True); and the
-    nodes that would run over pixel triples with theirs."""
-    staged = _plan_stages(graph, name, options, step, extra_scratch=allowed)
-    triples = frozenset(staged[0].ctx.took_triples)
-    return _fitting_stages(graph, name, options, step, staged), triples
+    48x48x8 depthwise layer 3,264 more for its planes, which a balanced build leaves out). The triples' code comes
+    on top of the pixel pairs' where other convolutions run over pairs: 945-1,264 B more on the Cortex-M4 for
+    kws_ref_model, person_detect and tinyengine/vww, each 4-6% fewer instructions (bench/cortexm.py)."""
+    staged = _plan_stages(graph, name, options, step, extra_scratch=True)
+    return _fitting_stages(graph, name, options, step, staged)
 
 
 def _fitting_stages(graph: Graph, name: str, options: CompileOptions, step: Callable[[str], None],

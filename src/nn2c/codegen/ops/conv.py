@@ -785,8 +785,8 @@ PIXELS_PER_STEP = {False: 2, True: 3}
 def _takes_triples(ctx: EmitContext) -> bool:
     """Whether a 1x1 convolution of a dual filter (Arm DSP) runs over pixel triples (nn2c_gemm_triple16: a third
     fewer output stages, 18 instructions per 24 MACs where a pair takes 13 per 16; 2 * depth_padded more bytes of
-    scratch): --optimize speed always, balanced where the arena allows the scratch (EmitContext.extra_scratch)
-    and the pixel pairs' dual code is not built beside (compile.plan_stages), size never (its code)."""
+    scratch): --optimize speed always, balanced where the arena allows the scratch (EmitContext.extra_scratch,
+    compile.plan_stages), size never (its code)."""
     if ctx.optimize == "balanced" and ctx.allows_extra_scratch():
         ctx.take_triples()
         return True
