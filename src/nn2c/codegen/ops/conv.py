@@ -579,7 +579,10 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
                                  odd_dual=ctx.optimize != "size")  # (a zero channel more of flash)
     pointwise = (geom.filter_h == geom.filter_w == geom.stride_h == geom.stride_w == 1
                  and geom.pad_h == geom.pad_w == 0 and (geom.in_h, geom.in_w) == (geom.out_h, geom.out_w))
-    triples = pointwise and bool(fields.get("dual")) and _takes_triples(ctx)
+    pixels = geom.batches * geom.out_h * geom.out_w
+    # (over 1, 2 or 4 pixels the triples take as many steps as the pairs, each dearer: a 1x1-pixel layer of
+    # str_ww_ref_model ran its pixel three times)
+    triples = pointwise and bool(fields.get("dual")) and -(-pixels // 3) < -(-pixels // 2) and _takes_triples(ctx)
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
         "g": geom.initializer(), "pad_value": zero_point(x), "pointwise": int(pointwise), "triples": int(triples),
