@@ -183,16 +183,16 @@ def render(rows: list[dict], targets: list[str], inputs: int) -> str:
             for target, q in (("cortex-m4", q4), ("cortex-m55", q55)):
                 if q is not None:
                     ratios[target].append(q)
+        q_code = code_ratio(fp, base[3])
+        if q_code is not None:
+            code_ratios[row["model"]] = q_code
         lines.append(" | ".join([
             f"| {row['model']}", _n(any_run.macs), _n(i4), _n(r4.instructions_per_mac if r4 else None, 2),
             _n(i55), _n(r55.instructions_per_mac if r55 else None, 2), _n(fp.flash_code),
             f"{_n(fp.flash_code - fp.flash_layers)} / {_n(fp.flash_layers)}", _n(fp.flash_weights),
             _n(fp.ram_model), f"{_n(base[0])} / {_n(base[1])}", f"{_n(q4, 2)} / {_n(q55, 2)}",
-            _n(base[3]), _n(code_ratio(fp, base[3]), 3) + " |",
+            _n(base[3]), _n(q_code, 3) + " |",
         ]))
-        q_code = code_ratio(fp, base[3])
-        if q_code is not None:
-            code_ratios[row["model"]] = q_code
         if row["error"]:
             skipped.append(f"- {row['model']} (partly): {row['error']}")
         if row.get("large_memory"):

@@ -182,7 +182,8 @@ def _fitting_stages(graph: Graph, name: str, options: CompileOptions, step: Call
         return staged
     ctx = staged[0].ctx
     # (then without the pixel triples, whose scratch may keep the others' from fitting)
-    for took in (ctx.took_extra_scratch, ctx.took_extra_scratch - ctx.took_triples):
+    tries = [ctx.took_extra_scratch] + ([ctx.took_extra_scratch - ctx.took_triples] if ctx.took_triples else [])
+    for took in tries:
         keep = fitting_extras(took, staged[2], staged[3], without[3].plan.arena_bytes)
         if keep:
             step(f"planning again with the extra scratch of the {len(keep)} layer(s) whose steps stay within the "
@@ -190,8 +191,6 @@ def _fitting_stages(graph: Graph, name: str, options: CompileOptions, step: Call
             chosen = _plan_stages(graph, name, options, step, extra_scratch=keep)
             if chosen[3].arena_bytes <= without[3].arena_bytes:
                 return chosen
-        if not ctx.took_triples:
-            break
     return without
 
 

@@ -212,7 +212,7 @@ void nn2c_mul_s8_channels(const nn2c_mul_channels_params_t *p, const int8_t *x, 
 #if defined(NN2C_MUL_CHANNELS_ASM)
     if ((C & 3) == 0 && ((((uintptr_t)x | (uintptr_t)y) & 3u) == 0u)) {
         nn2c_mul_channels_frame_t f;
-        f.d = (int32_t)(y - x);
+        f.d = (int32_t)((uintptr_t)y - (uintptr_t)x); /* (as addresses: x and y need not be one array) */
         f.C = C;
         f.ox = nn2c_mul_channels_pack(ox, ox);
         f.m = m;

@@ -108,8 +108,7 @@ def image_footprint(map_file: Path, name: str, model_objects: list[str]) -> Imag
     layers = 0
     for piece in pieces:
         if piece.output in FLASH_SECTIONS:
-            owner = _flash_owner(piece, weights_object, model)
-            flash[owner] += piece.size
+            flash[_flash_owner(piece, weights_object, model)] += piece.size
             if piece.owner == f"{name}.o" and piece.name.startswith((".rodata", ".data")):
                 layers += piece.size
         if piece.output in RAM_SECTIONS:

@@ -582,7 +582,8 @@ def _conv_s8_simd(ctx: EmitContext, geom: Geometry, x: Value, w: Value, bias: Va
     pixels = geom.batches * geom.out_h * geom.out_w
     # (over 1, 2 or 4 pixels the triples take as many steps as the pairs, each dearer: a 1x1-pixel layer of
     # str_ww_ref_model ran its pixel three times)
-    triples = pointwise and bool(fields.get("dual")) and -(-pixels // 3) < -(-pixels // 2) and _takes_triples(ctx)
+    fewer_steps = -(-pixels // PIXELS_PER_STEP[True]) < -(-pixels // PIXELS_PER_STEP[False])
+    triples = pointwise and bool(fields.get("dual")) and fewer_steps and _takes_triples(ctx)
     params = ctx.params_struct("nn2c_conv_simd_params_t", {
         "m": "{" + ", ".join(f".{k} = {format_field(v)}" for k, v in fields.items()) + "}",
         "g": geom.initializer(), "pad_value": zero_point(x), "pointwise": int(pointwise), "triples": int(triples),
@@ -869,9 +870,14 @@ def doubled_records_fit(rows: np.ndarray, bias: np.ndarray | None, input_offset:
     if bias is not None:
         base = base + np.asarray(bias, dtype=np.int64).reshape(-1)[:w.shape[0]]
     largest = np.abs(base) + 128 * np.abs(w).sum(axis=1)
-    r = -shifts.astype(np.int64)
-    c = np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
+    c = doubled_record_high(-shifts.astype(np.int64), output_offset)
     return bool(np.all(2 * largest < 2**31) and np.all(largest + 2 + np.abs(c) < 2**31))
+
+
+def doubled_record_high(r: np.ndarray, output_offset: int) -> np.ndarray:
+    """A doubled record's second word per right shift r (nn2c_requant_doubled's c): 2^(r - 1) + output_offset 2^r,
+    in int64."""
+    return np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r)
 
 
 def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, output_offset: int,
@@ -887,7 +893,7 @@ def doubled_records(bias: np.ndarray, multipliers: np.ndarray, shifts: np.ndarra
     biases = (2 if double_bias else 1) * np.pad(np.asarray(bias[:channels], dtype=np.int64), pad)
     return _group_records(biases, group, [
         np.pad(multipliers.astype(np.int64), pad),
-        np.left_shift(np.int64(1), r - 1) + int(output_offset) * np.left_shift(np.int64(1), r), r])
+        doubled_record_high(r, output_offset), r])
 
 
 def _group_records(biases: np.ndarray, group: int, words: list[np.ndarray]) -> np.ndarray:

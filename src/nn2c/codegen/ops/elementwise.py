@@ -207,14 +207,14 @@ def add(node: Node, ctx: EmitContext) -> None:
     if dtype in ("int8", "int16"):
         _require_dtypes(ctx, [a, b, out], dtype)
         _require_per_tensor(ctx, [a, b, out])
-        if dtype == "int8" and _scalar_table(ctx, a, b, out, _add_q_fields(ctx, node, a, b, out), _add_table):
+        fields = _add_q_fields(ctx, node, a, b, out)
+        if dtype == "int8" and _scalar_table(ctx, "ADD", a, b, out, fields, _add_table):
             return
         if (ctx.target.simd is not None and dtype == "int8" and a.type.shape == b.type.shape == out.type.shape
                 and out.type.num_elements > 0):
-            _add_s8_simd(ctx, node, a, b, out)
+            _add_s8_simd(ctx, fields, a, b, out)
             return
-        _emit_binary(ctx, f"nn2c_add_{_SUFFIX[dtype]}", "nn2c_add_q_params_t", _add_q_fields(ctx, node, a, b, out),
-                     a, b, out)
+        _emit_binary(ctx, f"nn2c_add_{_SUFFIX[dtype]}", "nn2c_add_q_params_t", fields, a, b, out)
     elif dtype == "float32":
         _require_dtypes(ctx, [a, b, out], dtype)
         _emit_binary(ctx, "nn2c_add_f32", "nn2c_ew_f32_params_t", _float_params(ctx, node), a, b, out)
@@ -245,11 +245,11 @@ def _add_q_fields(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) 
     }
 
 
-def _add_s8_simd(ctx: EmitContext, node: Node, a: Value, b: Value, out: Value) -> None:
-    """Cortex-M: same-shape int8 ADD without the broadcast walk (kernels/nn2c_simd.c; MVE: 4 lanes)."""
+def _add_s8_simd(ctx: EmitContext, fields: dict, a: Value, b: Value, out: Value) -> None:
+    """Cortex-M: same-shape int8 ADD without the broadcast walk (kernels/nn2c_simd.c; MVE: 4 lanes); fields:
+    _add_q_fields'."""
     from nn2c.codegen.ops.conv import requant_rounding
 
-    fields = _add_q_fields(ctx, node, a, b, out)
     shifts = [fields["input1_shift"], fields["input2_shift"], fields["output_shift"]]
     ctx.use_kernel("simd")
     params = ctx.params_struct("nn2c_add_simd_params_t", {
@@ -294,7 +294,7 @@ def _add_scaled_tables(ctx: EmitContext, fields: dict[str, int], count: int) -> 
 # integer arithmetic (TFLite's, exactly) and the layer becomes a table lookup (nn2c_extra_lut_s8): some 5
 # instructions an element on a Cortex-M4 instead of some 40 through the broadcast walk, for 256 bytes of flash
 # in place of the layer's parameter struct. Not at --optimize size, where the struct is smaller.
-def _scalar_table(ctx: EmitContext, a: Value, b: Value, out: Value, fields: dict,
+def _scalar_table(ctx: EmitContext, op: str, a: Value, b: Value, out: Value, fields: dict,
                   values: Callable[[dict, np.ndarray, np.ndarray], np.ndarray]) -> bool:
     """Emit an int8 binary operator as a table where one operand is a one-element constant and the other has the
     output's shape; False (nothing emitted) otherwise. values(fields, x1, x2): the unclamped outputs."""
@@ -312,7 +312,7 @@ def _scalar_table(ctx: EmitContext, a: Value, b: Value, out: Value, fields: dict
     raw = values(fields, x, c) if first else values(fields, c, x)
     table = np.clip(raw, fields["act_min"], fields["act_max"]).astype(np.int8)
     emit_table_s8(ctx, tensor, out, out.type.num_elements, table,
-                  f"{'ADD' if values is _add_table else 'MUL'} by the constant {int(c[0])}, x = -128..127")
+                  f"{op} by the constant {int(c[0])}, x = -128..127")
     return True
 
 
@@ -336,7 +336,7 @@ def _channel_scaling(ctx: EmitContext, a: Value, b: Value, out: Value, fields: d
     """Emit an int8 MUL of a tensor by one value per channel (an SE block's [N, H, W, C] * [N, 1, 1, C], either
     operand first) on nn2c_mul_s8_channels where its output stage fits a doubled record (int8's whole activation
     range, a shift in DOUBLED_RECORD_SHIFTS); False (nothing emitted) otherwise."""
-    from nn2c.codegen.ops.conv import DOUBLED_RECORD_SHIFTS
+    from nn2c.codegen.ops.conv import DOUBLED_RECORD_SHIFTS, doubled_record_high
 
     shape = out.type.shape
     if not shape or out.type.num_elements == 0 or (fields["act_min"], fields["act_max"]) != (-128, 127):
@@ -355,7 +355,7 @@ def _channel_scaling(ctx: EmitContext, a: Value, b: Value, out: Value, fields: d
     else:
         return False
     r = -shift
-    high = (1 << (r - 1)) + fields["output_offset"] * (1 << r)
+    high = int(doubled_record_high(np.array(r, dtype=np.int64), fields["output_offset"]))
     if abs(high) + 2 * 255 * 255 + 2 >= 2**31:  # (the record's high word plus the doubled product in int32)
         return False
     ctx.use_kernel("elementwise")
@@ -394,7 +394,7 @@ def mul(node: Node, ctx: EmitContext) -> None:
             "input1_offset": -zero_point(a), "input2_offset": -zero_point(b), "output_offset": zero_point(out),
             "output_multiplier": m, "output_shift": shift, "act_min": act_min, "act_max": act_max,
         }
-        if dtype == "int8" and (_scalar_table(ctx, a, b, out, fields, _mul_table)
+        if dtype == "int8" and (_scalar_table(ctx, "MUL", a, b, out, fields, _mul_table)
                                 or _channel_scaling(ctx, a, b, out, fields)):
             return
         _emit_binary(ctx, f"nn2c_mul_{_SUFFIX[dtype]}", "nn2c_mul_q_params_t", fields, a, b, out)
